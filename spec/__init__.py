@@ -1,0 +1,22 @@
+"""livetail.spec: the executable model of livetail's semantics.
+
+Pure Python, no dependencies.  The classes and method names are those of the native
+module, so one program can drive either and compare them step by step.
+"""
+
+from . import geometry
+from .coordinator import Coordinator, GroupSpec
+from .managers import FullAttentionManager, SlidingWindowManager, StateManager
+from .pool import BlockPool
+from .table import BlockTable
+
+__all__ = [
+    "BlockPool",
+    "BlockTable",
+    "Coordinator",
+    "FullAttentionManager",
+    "GroupSpec",
+    "SlidingWindowManager",
+    "StateManager",
+    "geometry",
+]

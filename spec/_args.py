@@ -1,0 +1,33 @@
+"""Argument checks shared by the model's public entry points."""
+
+from __future__ import annotations
+
+import operator
+
+from .geometry import INT32_MAX
+
+
+def count(name: str, value: object) -> int:
+    """A non-negative integer argument: TypeError for non-integers and bool, ValueError if < 0."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not bool")
+    try:
+        v = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if v < 0:
+        raise ValueError(f"{name} must be >= 0, got {v}")
+    return v
+
+
+def bounded(name: str, value: object, low: int, high: int = INT32_MAX) -> int:
+    """An integer argument in [low, high]."""
+    v = count(name, value) if low >= 0 else operator.index(value)  # type: ignore[arg-type]
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {v}")
+    return v
+
+
+def instance(name: str, value: object, cls: type) -> None:
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, not {type(value).__name__}")

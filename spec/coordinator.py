@@ -1,0 +1,167 @@
+"""Coordinator (semantics section 6): several groups over one pool, one table per group."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Optional
+
+from ._args import bounded, instance
+from .geometry import INT32_MAX
+from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
+from .pool import BlockPool
+from .table import BlockTable
+
+KINDS = ("full", "sliding", "state")
+
+
+class GroupSpec:
+    """One KV-cache group: kind, page size, window (sliding only), live tail (sliding only)."""
+
+    def __init__(
+        self,
+        kind: str,
+        block_size: int,
+        sliding_window: Optional[int] = None,
+        live_tail_alloc: bool = False,
+    ) -> None:
+        instance("kind", kind, str)
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        instance("live_tail_alloc", live_tail_alloc, bool)
+        self.block_size = bounded("block_size", block_size, 1)
+        if kind == "sliding":
+            if sliding_window is None:
+                raise ValueError("a sliding group needs a sliding_window")
+            self.sliding_window: Optional[int] = bounded("sliding_window", sliding_window, 1)
+        else:
+            if sliding_window is not None:
+                raise ValueError(f"sliding_window is only for sliding groups, not {kind!r}")
+            if live_tail_alloc:
+                raise ValueError(f"live_tail_alloc is only for sliding groups, not {kind!r}")
+            self.sliding_window = None
+        self.kind = kind
+        self.live_tail_alloc = live_tail_alloc
+
+    def __repr__(self) -> str:
+        return (
+            f"GroupSpec({self.kind!r}, {self.block_size}, sliding_window={self.sliding_window}, "
+            f"live_tail_alloc={self.live_tail_alloc})"
+        )
+
+
+class Coordinator:
+    """One manager per group spec (group id = index); live-tail groups aligned to the lcm."""
+
+    def __init__(self, specs: Sequence[GroupSpec], pool: BlockPool) -> None:
+        if not isinstance(specs, (list, tuple)):
+            raise TypeError("specs must be a list of GroupSpec")
+        for s in specs:
+            instance("specs[i]", s, GroupSpec)
+        instance("pool", pool, BlockPool)
+        if not specs:
+            raise ValueError("specs must name at least one group")
+        sizes = [s.block_size for s in specs]
+        base = 0
+        lcm = 1
+        for b in sizes:
+            base = math.gcd(base, b)
+            lcm = lcm * b // math.gcd(lcm, b)
+            if lcm > INT32_MAX:
+                raise ValueError(f"the lcm of the block sizes exceeds {INT32_MAX}")
+        self._specs = list(specs)
+        self._pool = pool
+        self._base = base
+        self._lcm = lcm
+        self._managers: list[_Manager] = [self._manager(s) for s in specs]
+
+    def _manager(self, s: GroupSpec) -> _Manager:
+        if s.kind == "full":
+            return FullAttentionManager(s.block_size)
+        if s.kind == "state":
+            return StateManager(s.block_size)
+        assert s.sliding_window is not None
+        return SlidingWindowManager(
+            s.block_size, s.sliding_window, self._lcm if s.live_tail_alloc else 0
+        )
+
+    @property
+    def base_block_size(self) -> int:
+        return self._base
+
+    @property
+    def lcm_block_size(self) -> int:
+        return self._lcm
+
+    @property
+    def num_groups(self) -> int:
+        return len(self._managers)
+
+    @property
+    def pool(self) -> BlockPool:
+        return self._pool
+
+    @property
+    def managers(self) -> list[_Manager]:
+        return list(self._managers)
+
+    @property
+    def specs(self) -> list[GroupSpec]:
+        return list(self._specs)
+
+    def new_tables(self) -> list[BlockTable]:
+        return [BlockTable() for _ in self._managers]
+
+    def _check_tables(self, tables: object) -> list[BlockTable]:
+        if not isinstance(tables, (list, tuple)):
+            raise TypeError("tables must be a list with one BlockTable per group")
+        if len(tables) != len(self._managers):
+            raise ValueError(f"expected {len(self._managers)} tables, got {len(tables)}")
+        for t in tables:
+            instance("tables[i]", t, BlockTable)
+        if len({id(t) for t in tables}) != len(tables):
+            raise ValueError("tables must be distinct objects, one per group")
+        for m, t in zip(self._managers, tables):
+            m._check_table(t)
+            m._check_pool(self._pool, t)
+        return list(tables)
+
+    def blocks_needed_for(self, tables: Sequence[BlockTable], num_tokens: int) -> int:
+        ts = self._check_tables(tables)
+        return sum(m.blocks_needed_for(t, num_tokens) for m, t in zip(self._managers, ts))
+
+    def blocks_needed_for_sequential(
+        self, tables: Sequence[BlockTable], first_tokens: int, extra_tokens: int
+    ) -> int:
+        ts = self._check_tables(tables)
+        return sum(
+            m.blocks_needed_for_sequential(t, first_tokens, extra_tokens)
+            for m, t in zip(self._managers, ts)
+        )
+
+    def acquire(self, tables: Sequence[BlockTable], num_tokens: int) -> bool:
+        """All groups or none: false (nothing changed) if the summed need exceeds the free pages."""
+        ts = self._check_tables(tables)
+        n = 0
+        for m, t in zip(self._managers, ts):
+            n = m._validate_acquire(self._pool, t, num_tokens)
+        need = sum(m.blocks_needed_for(t, n) for m, t in zip(self._managers, ts))
+        if need > self._pool.num_free:
+            return False
+        for m, t in zip(self._managers, ts):
+            ok = m._acquire(self._pool, t, n)
+            assert ok, "a group acquire failed after the summed need was checked"
+        return True
+
+    def reclaim_expired(self, tables: Sequence[BlockTable], num_computed_tokens: int) -> int:
+        ts = self._check_tables(tables)
+        fs = [m._validate_reclaim(self._pool, t, num_computed_tokens) for m, t in zip(self._managers, ts)]
+        return sum(m._reclaim(self._pool, t, f) for m, t, f in zip(self._managers, ts, fs))
+
+    def free(self, tables: Sequence[BlockTable]) -> None:
+        ts = self._check_tables(tables)
+        for m, t in zip(self._managers, ts):
+            m._free(self._pool, t)
+
+    def __repr__(self) -> str:
+        return f"Coordinator({self._specs!r}, {self._pool!r})"

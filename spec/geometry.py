@@ -1,0 +1,207 @@
+"""Sliding-window geometry (semantics section 4), written once.
+
+Every closed form here takes an ``Arith``: the handful of operations whose meaning
+differs between Python ints and Z3 terms (floor division, modulo, min, max, a lazy
+if-then-else, a logical or).  ``+``, ``-``, ``*`` and comparisons are written as plain
+operators, which both kinds of number support.  The model runs these functions on ints
+(``INT``); ``livetail.verify`` runs the very same functions on Z3 terms, so what it
+proves is the code the model executes.  ``native/include/livetail/geometry.h`` mirrors
+each function expression for expression (same names, same branches), so the range
+proofs over these expression trees cover the C++ arithmetic too.
+
+Names: ``B`` page size, ``W`` window, ``A`` live alignment (0 = live tail off),
+``slots``/``tail`` the table shape (slot count, unused token room in the last slot),
+``n`` a token count, ``f`` a frontier (tokens computed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+# A number is a Python int in the model and a Z3 arithmetic term in livetail.verify.
+Num = Any
+Bool = Any
+
+INT32_MAX = 2**31 - 1
+"""Largest token count a table may span: ``len(slots) * B <= INT32_MAX``."""
+
+
+class Arith(Protocol):
+    """The operations whose int and Z3 spellings differ.
+
+    Division and modulo are only ever applied to a non-negative dividend and a
+    divisor >= 1, where Python's floor, Z3's Euclidean and C++'s truncating
+    division agree.
+    """
+
+    def div(self, a: Num, b: Num) -> Num: ...
+
+    def mod(self, a: Num, b: Num) -> Num: ...
+
+    def min(self, a: Num, b: Num) -> Num: ...
+
+    def max(self, a: Num, b: Num) -> Num: ...
+
+    def cond(self, c: Bool, then: Callable[[], Num], otherwise: Callable[[], Num]) -> Num:
+        """``then()`` if ``c`` else ``otherwise()``; only the taken branch runs on ints."""
+        ...
+
+    def either(self, a: Bool, b: Bool) -> Bool: ...
+
+
+class IntArith:
+    """``Arith`` over Python ints: the model's arithmetic."""
+
+    def div(self, a: int, b: int) -> int:
+        return a // b
+
+    def mod(self, a: int, b: int) -> int:
+        return a % b
+
+    def min(self, a: int, b: int) -> int:
+        return a if a <= b else b
+
+    def max(self, a: int, b: int) -> int:
+        return a if a >= b else b
+
+    def cond(self, c: bool, then: Callable[[], int], otherwise: Callable[[], int]) -> int:
+        return then() if c else otherwise()
+
+    def either(self, a: bool, b: bool) -> bool:
+        return bool(a) or bool(b)
+
+
+INT = IntArith()
+
+
+# --- basic quantities -------------------------------------------------------------
+
+
+def ceil_div(a: Num, b: Num, ar: Arith = INT) -> Num:
+    """ceil(a / b) for a >= 0, b >= 1, without forming ``a + b - 1`` (which overflows int32)."""
+    return ar.div(a, b) + ar.cond(ar.mod(a, b) > 0, lambda: 1, lambda: 0)
+
+
+def resume_pages(W: Num, B: Num, ar: Arith = INT) -> Num:
+    """R = ceil((W-1)/B): the pages behind a boundary that hold its last W-1 tokens."""
+    return ceil_div(W - 1, B, ar)
+
+
+def slid_out(f: Num, W: Num, B: Num, ar: Arith = INT) -> Num:
+    """Pages [0, slid_out(f)) are wholly outside the window of the next query after f tokens."""
+    d = f - W + 1
+    return ar.cond(d > 0, lambda: ar.div(d, B), lambda: 0)
+
+
+def period(A: Num, B: Num, ar: Arith = INT) -> Num:
+    """m = A / B slots per alignment block (1 when live tail is off)."""
+    return ar.cond(A > 0, lambda: ar.div(A, B), lambda: 1)
+
+
+def kept_per_period(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
+    """R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off)."""
+    return ar.cond(A > 0, lambda: ar.min(resume_pages(W, B, ar), ar.div(A, B)), lambda: 1)
+
+
+def extent(slots: Num, tail: Num, B: Num) -> Num:
+    """Tokens a table of this shape covers."""
+    return slots * B - tail
+
+
+# --- liveness: the slot-by-slot definition ------------------------------------------
+
+
+def live(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Bool:
+    """Is slot s, created by an acquire that ends at frontier f, given a real page?
+
+    Real when live tail is off, when s is still inside the window at f, or when s is
+    one of the last R slots of its A-token block (a resume page of the boundary
+    A * (s // m + 1)).
+    """
+    return ar.cond(
+        A > 0,
+        lambda: ar.either(
+            s >= slid_out(f, W, B, ar),
+            ar.mod(s, period(A, B, ar)) >= period(A, B, ar) - resume_pages(W, B, ar),
+        ),
+        lambda: True,
+    )
+
+
+def live_slots_by_definition(first: int, new: int, f: int, W: int, B: int, A: int) -> list[bool]:
+    """live(s, f) for each new slot s in [first, first+new), one by one."""
+    return [bool(live(s, f, W, B, A)) for s in range(first, first + new)]
+
+
+# --- liveness: the closed forms -----------------------------------------------------
+
+
+def resume_count_below(x: Num, m: Num, kept: Num, ar: Arith = INT) -> Num:
+    """g(x): how many s < x have s mod m >= m - kept (kept <= m)."""
+    return ar.div(x, m) * kept + ar.max(0, ar.mod(x, m) - (m - kept))
+
+
+def live_count(first: Num, new: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
+    """Number of live slots among [first, first+new) at frontier f, in O(1)."""
+    m = period(A, B, ar)
+    kept = kept_per_period(W, B, A, ar)
+    h = ar.min(ar.max(slid_out(f, W, B, ar), first), first + new)
+    return (first + new - h) + resume_count_below(h, m, kept, ar) - resume_count_below(
+        first, m, kept, ar
+    )
+
+
+# --- acquire arithmetic -------------------------------------------------------------
+
+
+def new_slots(tail: Num, B: Num, n: Num, ar: Arith = INT) -> Num:
+    """Slots an acquire of n tokens appends to a table with `tail` tokens of room."""
+    return ar.cond(n > tail, lambda: ceil_div(n - tail, B, ar), lambda: 0)
+
+
+def tail_after(tail: Num, B: Num, n: Num, ar: Arith = INT) -> Num:
+    """tail_available after an acquire of n tokens."""
+
+    def spill() -> Num:
+        r = ar.mod(n - tail, B)
+        return ar.cond(r > 0, lambda: B - r, lambda: 0)
+
+    return ar.cond(n > tail, spill, lambda: tail - n)
+
+
+def fits_int32(slots: Num, tail: Num, B: Num, n: Num, ar: Arith = INT) -> Bool:
+    """After acquiring n tokens, len(slots) * B <= INT32_MAX (compared without multiplying)."""
+    return new_slots(tail, B, n, ar) <= ar.div(INT32_MAX, B) - slots
+
+
+def blocks_needed(
+    slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Arith = INT
+) -> Num:
+    """Pages acquire(n) takes on a table of shape (slots, tail): O(1).
+
+    A = 0 means every new slot is real (full and state groups, sliding without live tail).
+    """
+
+    def take() -> Num:
+        new = ceil_div(n - tail, B, ar)
+        f = extent(slots, tail, B) + n
+        return ar.cond(A > 0, lambda: live_count(slots, new, f, W, B, A, ar), lambda: new)
+
+    return ar.cond(n > tail, take, lambda: 0)
+
+
+def blocks_needed_sequential(
+    slots: Num, tail: Num, first: Num, extra: Num, W: Num, B: Num, A: Num, ar: Arith = INT
+) -> Num:
+    """Pages acquire(first) then acquire(extra) take together: the admission charge."""
+    slots1 = slots + new_slots(tail, B, first, ar)
+    tail1 = tail_after(tail, B, first, ar)
+    return blocks_needed(slots, tail, first, W, B, A, ar) + blocks_needed(
+        slots1, tail1, extra, W, B, A, ar
+    )
+
+
+def reclaim_bound(f: Num, slots: Num, W: Num, B: Num, ar: Arith = INT) -> Num:
+    """b = min(slid_out(f), slots): reclaim releases every real slot in [floor, b)."""
+    return ar.min(slid_out(f, W, B, ar), slots)

@@ -1,0 +1,258 @@
+"""Managers (semantics section 5): policy objects with no pool and no per-request state.
+
+Each public method checks every argument first (raising and changing nothing), then acts.
+Acquire walks the slot-by-slot definition (``geometry.live``); the queries use the O(1)
+closed forms (``geometry.blocks_needed``); the differential test holds the two together.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import geometry as geo
+from ._args import bounded, count, instance
+from .geometry import INT32_MAX
+from .pool import BlockPool
+from .table import BlockTable
+
+
+class _Manager:
+    kind = ""
+
+    def __init__(self, block_size: int, sliding_window: Optional[int], alignment: int) -> None:
+        self._B = bounded("block_size", block_size, 1)
+        self._W = sliding_window
+        self._A = alignment
+
+    # -- properties ------------------------------------------------------------------
+
+    @property
+    def block_size(self) -> int:
+        return self._B
+
+    @property
+    def sliding_window(self) -> Optional[int]:
+        return self._W
+
+    @property
+    def live_alloc_alignment(self) -> int:
+        return self._A
+
+    def _window(self) -> int:
+        # Full groups never consult the window (A = 0, no reclaim); 1 keeps the forms total.
+        return 1 if self._W is None else self._W
+
+    # -- checks (raise, change nothing) -----------------------------------------------
+
+    def _check_table(self, table: object) -> BlockTable:
+        instance("table", table, BlockTable)
+        assert isinstance(table, BlockTable)
+        if table.is_bound and table.block_size != self._B:
+            raise ValueError(
+                f"table is bound to a group of block_size {table.block_size}, "
+                f"not {self._B}"
+            )
+        return table
+
+    def _check_pool(self, pool: object, table: BlockTable) -> BlockPool:
+        instance("pool", pool, BlockPool)
+        assert isinstance(pool, BlockPool)
+        if table.pool is not None and table.pool is not pool:
+            raise ValueError("table is bound to another pool")
+        return pool
+
+    def _check_fits(self, table: BlockTable, name: str, n: int) -> None:
+        if not geo.fits_int32(len(table.slots), table.tail_available, self._B, n):
+            raise ValueError(
+                f"{name}={n} would make the table span more than {INT32_MAX} tokens"
+            )
+
+    def _extent(self, table: BlockTable) -> int:
+        return geo.extent(len(table.slots), table.tail_available, self._B)
+
+    def _check_frontier(self, table: BlockTable, f: object) -> int:
+        v = count("num_computed_tokens", f)
+        if v > self._extent(table):
+            raise ValueError(
+                f"num_computed_tokens={v} is past the table's extent ({self._extent(table)})"
+            )
+        return v
+
+    def _validate_acquire(self, pool: object, table: object, num_tokens: object) -> int:
+        t = self._check_table(table)
+        self._check_pool(pool, t)
+        n = count("num_tokens", num_tokens)
+        self._check_fits(t, "num_tokens", n)
+        return n
+
+    # -- acquire -----------------------------------------------------------------------
+
+    def _is_live(self, s: int, f: int) -> bool:
+        return bool(geo.live(s, f, self._window(), self._B, self._A))
+
+    def acquire(self, pool: BlockPool, table: BlockTable, num_tokens: int) -> bool:
+        """Extend the table by num_tokens; all-or-nothing on the pool."""
+        n = self._validate_acquire(pool, table, num_tokens)
+        return self._acquire(pool, table, n)
+
+    def _acquire(self, pool: BlockPool, table: BlockTable, n: int) -> bool:
+        """Acquire on validated arguments."""
+        if n == 0:
+            return True
+        if n <= table.tail_available:
+            table.tail_available -= n
+            self._bind(pool, table)
+            return True
+        first = len(table.slots)
+        new = geo.ceil_div(n - table.tail_available, self._B)
+        f = self._extent(table) + n
+        real = [self._is_live(s, f) for s in range(first, first + new)]
+        pages = pool._allocate(sum(real))
+        if pages is None:
+            return False
+        it = iter(pages)
+        table.slots.extend(next(it) if r else 0 for r in real)
+        table.tail_available = geo.tail_after(table.tail_available, self._B, n)
+        self._bind(pool, table)
+        return True
+
+    def _bind(self, pool: BlockPool, table: BlockTable) -> None:
+        table.pool = pool
+        table.block_size = self._B
+
+    # -- queries -----------------------------------------------------------------------
+
+    def blocks_needed_for(self, table: BlockTable, num_tokens: int) -> int:
+        """Exactly the pages acquire(num_tokens) would take: O(1)."""
+        t = self._check_table(table)
+        n = count("num_tokens", num_tokens)
+        self._check_fits(t, "num_tokens", n)
+        return int(
+            geo.blocks_needed(len(t.slots), t.tail_available, n, self._window(), self._B, self._A)
+        )
+
+    def blocks_needed_for_sequential(
+        self, table: BlockTable, first_tokens: int, extra_tokens: int
+    ) -> int:
+        """Pages acquire(first_tokens) then acquire(extra_tokens) take: the admission charge."""
+        t = self._check_table(table)
+        first = count("first_tokens", first_tokens)
+        extra = count("extra_tokens", extra_tokens)
+        # Both acquires together reach the same slot count as one of first + extra.
+        self._check_fits(t, "first_tokens + extra_tokens", first + extra)
+        return int(
+            geo.blocks_needed_sequential(
+                len(t.slots), t.tail_available, first, extra, self._window(), self._B, self._A
+            )
+        )
+
+    # -- reclaim and free ----------------------------------------------------------------
+
+    def _validate_reclaim(self, pool: object, table: object, f: object) -> int:
+        t = self._check_table(table)
+        self._check_pool(pool, t)
+        return self._check_frontier(t, f)
+
+    def reclaim_expired(self, pool: BlockPool, table: BlockTable, num_computed_tokens: int) -> int:
+        """Punch every real slot below slid_out(f); returns pages that re-entered the queue."""
+        f = self._validate_reclaim(pool, table, num_computed_tokens)
+        return self._reclaim(pool, table, f)
+
+    def _reclaim_bound(self, table: BlockTable, f: int) -> int:
+        return int(geo.reclaim_bound(f, len(table.slots), self._window(), self._B))
+
+    def _reclaim(self, pool: BlockPool, table: BlockTable, f: int) -> int:
+        b = self._reclaim_bound(table, f)
+        released = []
+        for s in range(b - 1, table.reclaim_floor - 1, -1):
+            if table.slots[s] != 0:
+                released.append(table.slots[s])
+                table.slots[s] = 0
+        table.reclaim_floor = max(table.reclaim_floor, b)
+        return pool._release(released)
+
+    def blocks_reclaimable_at(
+        self, table: BlockTable, num_computed_tokens: int, count_uncached: bool = True
+    ) -> int:
+        """Pages reclaim_expired(f) would return to the free queue now."""
+        t = self._check_table(table)
+        f = self._check_frontier(t, num_computed_tokens)
+        instance("count_uncached", count_uncached, bool)
+        if t.pool is None:
+            return 0
+        b = self._reclaim_bound(t, f)
+        pool = t.pool
+        return sum(
+            1
+            for s in range(t.reclaim_floor, b)
+            if t.slots[s] != 0
+            and pool.ref_count(t.slots[s]) == 1
+            and (count_uncached or pool._is_cached(t.slots[s]))
+        )
+
+    def _validate_free(self, pool: object, table: object) -> None:
+        t = self._check_table(table)
+        self._check_pool(pool, t)
+
+    def free(self, pool: BlockPool, table: BlockTable) -> None:
+        """Release every page (last slot's page re-enters the queue first); empty the table."""
+        self._validate_free(pool, table)
+        self._free(pool, table)
+
+    def _free(self, pool: BlockPool, table: BlockTable) -> None:
+        pool._release([p for p in table.slots if p != 0])
+        table._reset()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(block_size={self._B})"
+
+
+class FullAttentionManager(_Manager):
+    """Every slot real; nothing is ever reclaimed."""
+
+    kind = "full"
+
+    def __init__(self, block_size: int) -> None:
+        super().__init__(block_size, None, 0)
+
+    def _reclaim(self, pool: BlockPool, table: BlockTable, f: int) -> int:
+        return 0
+
+    def blocks_reclaimable_at(
+        self, table: BlockTable, num_computed_tokens: int, count_uncached: bool = True
+    ) -> int:
+        t = self._check_table(table)
+        self._check_frontier(t, num_computed_tokens)
+        instance("count_uncached", count_uncached, bool)
+        return 0
+
+
+class SlidingWindowManager(_Manager):
+    """Window W; with live_alloc_alignment A > 0, live-tail allocation aligned to A."""
+
+    kind = "sliding"
+
+    def __init__(self, block_size: int, sliding_window: int, live_alloc_alignment: int = 0) -> None:
+        B = bounded("block_size", block_size, 1)
+        W = bounded("sliding_window", sliding_window, 1)
+        A = bounded("live_alloc_alignment", live_alloc_alignment, 0)
+        if A % B != 0:
+            raise ValueError(
+                f"live_alloc_alignment ({A}) must be a multiple of block_size ({B})"
+            )
+        super().__init__(B, W, A)
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindowManager(block_size={self._B}, sliding_window={self._W}, "
+            f"live_alloc_alignment={self._A})"
+        )
+
+
+class StateManager(_Manager):
+    """Conv/SSM state: a sliding group with W = 2 and no live tail."""
+
+    kind = "state"
+
+    def __init__(self, block_size: int) -> None:
+        super().__init__(block_size, 2, 0)

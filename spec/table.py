@@ -1,0 +1,53 @@
+"""Block table (semantics section 3): one per request per group."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .pool import BlockPool
+
+
+class BlockTable:
+    """Slots (slot s covers tokens [s*B, (s+1)*B)), each a page id, 0 = hole."""
+
+    def __init__(self) -> None:
+        self.slots: list[int] = []
+        self.tail_available = 0
+        self.reclaim_floor = 0
+        # Set by the first successful acquire (or claim), cleared by free.
+        self.pool: BlockPool | None = None
+        self.block_size = 0
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    @property
+    def extent(self) -> int:
+        """Tokens the table covers: len(slots) * B - tail_available."""
+        return len(self.slots) * self.block_size - self.tail_available
+
+    @property
+    def num_real_pages(self) -> int:
+        return sum(1 for p in self.slots if p != 0)
+
+    @property
+    def is_bound(self) -> bool:
+        return self.pool is not None
+
+    def page_ids(self) -> list[int]:
+        """Page id per slot, holes as 0, no compaction."""
+        return list(self.slots)
+
+    def _reset(self) -> None:
+        self.slots = []
+        self.tail_available = 0
+        self.reclaim_floor = 0
+        self.pool = None
+        self.block_size = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"BlockTable(slots={len(self.slots)}, real={self.num_real_pages}, "
+            f"tail_available={self.tail_available}, reclaim_floor={self.reclaim_floor})"
+        )

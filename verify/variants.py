@@ -1,0 +1,138 @@
+"""Deliberately wrong variants of the spec, to show that the checks can fail.
+
+Each variant patches one function or method of ``livetail.spec`` for the duration of a
+``with applied(name):`` block.  The spec calls its geometry through the module
+(``geo.live(...)``) and the theorems do the same, so a patched closed form is what both
+the model and the proofs see.  Every variant must be caught by the differential test or
+its invariants, and by at least one theorem (``livetail verify --mutants``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from livetail.spec import geometry as geo
+from livetail.spec.geometry import Arith, Num
+from livetail.spec.managers import _Manager
+from livetail.spec.pool import BlockPool
+from livetail.spec.table import BlockTable
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    target: Any
+    attribute: str
+    replacement: Callable[..., Any]
+
+
+def _combined_charge(
+    slots: Num, tail: Num, first: Num, extra: Num, W: Num, B: Num, A: Num, ar: Arith = geo.INT
+) -> Num:
+    # Wrong: charges first + extra as one chunk; live tail makes that an under-count.
+    return geo.blocks_needed(slots, tail, first + extra, W, B, A, ar)
+
+
+def _live_off_by_one(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the first slot still inside the window is treated as slid out.
+    return ar.cond(
+        A > 0,
+        lambda: ar.either(
+            s > geo.slid_out(f, W, B, ar),
+            ar.mod(s, geo.period(A, B, ar)) >= geo.period(A, B, ar) - geo.resume_pages(W, B, ar),
+        ),
+        lambda: True,
+    )
+
+
+def _reclaim_stops_at_first_hole(
+    self: _Manager, pool: BlockPool, table: BlockTable, f: int
+) -> int:
+    # Wrong: treats a hole as the end of the expired band.
+    b = self._reclaim_bound(table, f)
+    released = []
+    s = table.reclaim_floor
+    while s < b and table.slots[s] != 0:
+        released.append(table.slots[s])
+        table.slots[s] = 0
+        s += 1
+    table.reclaim_floor = max(table.reclaim_floor, s)
+    return pool._release(list(reversed(released)))
+
+
+def _acquire_before_check(self: _Manager, pool: BlockPool, table: BlockTable, n: int) -> bool:
+    # Wrong: takes pages slot by slot and gives up half way on shortfall.
+    if n == 0:
+        return True
+    if n <= table.tail_available:
+        table.tail_available -= n
+        self._bind(pool, table)
+        return True
+    first = len(table.slots)
+    new = geo.ceil_div(n - table.tail_available, self.block_size)
+    f = self._extent(table) + n
+    for s in range(first, first + new):
+        if self._is_live(s, f):
+            page = pool._allocate(1)
+            if page is None:
+                return False
+            table.slots.append(page[0])
+        else:
+            table.slots.append(0)
+    table.tail_available = geo.tail_after(table.tail_available, self.block_size, n)
+    self._bind(pool, table)
+    return True
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in [
+        Variant(
+            "combined-charge",
+            "blocks_needed_for_sequential charges first+extra as one chunk",
+            geo,
+            "blocks_needed_sequential",
+            _combined_charge,
+        ),
+        Variant(
+            "live-off-by-one",
+            "live(s, f) uses s > slid_out(f) instead of s >= slid_out(f)",
+            geo,
+            "live",
+            _live_off_by_one,
+        ),
+        Variant(
+            "reclaim-stops-at-hole",
+            "reclaim_expired stops scanning at the first hole in the expired band",
+            _Manager,
+            "_reclaim",
+            _reclaim_stops_at_first_hole,
+        ),
+        Variant(
+            "acquire-before-check",
+            "acquire takes pages slot by slot before checking the whole batch fits",
+            _Manager,
+            "_acquire",
+            _acquire_before_check,
+        ),
+    ]
+}
+
+
+@contextlib.contextmanager
+def applied(name: str) -> Iterator[Variant]:
+    """Patch the spec with variant `name` inside the block; restore it afterwards."""
+    try:
+        v = VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+    original = v.target.__dict__[v.attribute]
+    setattr(v.target, v.attribute, v.replacement)
+    try:
+        yield v
+    finally:
+        setattr(v.target, v.attribute, original)
