@@ -8,6 +8,7 @@ from . import geometry
 from .coordinator import Coordinator, GroupSpec
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager
 from .pool import BlockPool
+from .prefix import PrefixMatch, page_keys
 from .table import BlockTable
 
 __all__ = [
@@ -16,7 +17,9 @@ __all__ = [
     "Coordinator",
     "FullAttentionManager",
     "GroupSpec",
+    "PrefixMatch",
     "SlidingWindowManager",
     "StateManager",
     "geometry",
+    "page_keys",
 ]

@@ -6,10 +6,12 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from ._args import bounded, instance
+from . import geometry as geo
+from ._args import bounded, count, instance
 from .geometry import INT32_MAX
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
 from .pool import BlockPool
+from .prefix import Name, PrefixMatch, check_keys
 from .table import BlockTable
 
 KINDS = ("full", "sliding", "state")
@@ -162,6 +164,115 @@ class Coordinator:
         ts = self._check_tables(tables)
         for m, t in zip(self._managers, ts):
             m._free(self._pool, t)
+
+    # -- prefix caching (semantics section 8) ------------------------------------------
+
+    def _resume(self, g: int) -> int:
+        """Slots behind a boundary a match needs from group g (every slot for full groups)."""
+        m = self._managers[g]
+        return -1 if m.kind == "full" else int(geo.resume_pages(m._window(), m.block_size))
+
+    def cache_full_blocks(
+        self, tables: Sequence[BlockTable], keys: Sequence[bytes], num_tokens: int
+    ) -> int:
+        """Name every real full page up to num_tokens that has no name yet; returns how many."""
+        ts = self._check_tables(tables)
+        ks = check_keys(keys)
+        n = count("num_tokens", num_tokens)
+        for m, t in zip(self._managers, ts):
+            if n > m._extent(t):
+                raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
+        named = 0
+        for g, (m, t) in enumerate(zip(self._managers, ts)):
+            B = m.block_size
+            k = B // self._base
+            covered = min(n // B, len(ks) // k)
+            if m.kind == "state":
+                # Only the slot ending exactly at num_tokens holds a usable state snapshot.
+                j = n // B - 1
+                slots = [j] if n % B == 0 and 0 <= j < covered else []
+            else:
+                slots = list(range(t.named_upto, covered))
+                t.named_upto = max(t.named_upto, covered)
+            for j in slots:
+                page = t.slots[j]
+                if page != 0 and not self._pool._is_cached(page):
+                    self._pool._set_name(page, (g, ks[(j + 1) * k - 1]))
+                    named += 1
+        return named
+
+    def _support(self, g: int, T: int, ks: list[bytes]) -> list[tuple[int, Name]] | None:
+        """(slot, name) of every page group g needs to resume at T tokens, or None if any is missing."""
+        B = self._managers[g].block_size
+        k = B // self._base
+        b = T // B
+        R = self._resume(g)
+        low = 0 if R < 0 else max(0, b - R)
+        need = [(j, (g, ks[(j + 1) * k - 1])) for j in range(low, b)]
+        if all(self._pool._lookup(name) != 0 for _, name in need):
+            return need
+        return None
+
+    def match_prefix(self, keys: Sequence[bytes]) -> PrefixMatch:
+        """The greatest lcm-multiple boundary every group can resume from (read-only)."""
+        ks = check_keys(keys)
+        # Sliding and state support is not monotone in T: try every boundary from the top.
+        for T in range((len(ks) * self._base) // self._lcm * self._lcm, 0, -self._lcm):
+            supports = [self._support(g, T, ks) for g in range(self.num_groups)]
+            if all(s is not None for s in supports):
+                pages: list[list[int]] = []
+                names: list[list[Name | None]] = []
+                for g, need in enumerate(supports):
+                    assert need is not None
+                    b = T // self._managers[g].block_size
+                    pg: list[int] = [0] * b
+                    nm: list[Name | None] = [None] * b
+                    for j, name in need:
+                        pg[j] = self._pool._lookup(name)
+                        nm[j] = name
+                    pages.append(pg)
+                    names.append(nm)
+                return PrefixMatch(self, T, pages, names)
+        return PrefixMatch(self, 0, [[] for _ in self._managers], [[] for _ in self._managers])
+
+    def _check_match(self, match: object) -> PrefixMatch:
+        instance("match", match, PrefixMatch)
+        assert isinstance(match, PrefixMatch)
+        if match._coordinator is not self:
+            raise ValueError("match comes from another coordinator")
+        for pages, names in zip(match._pages, match._names):
+            for page, name in zip(pages, names):
+                if page != 0 and self._pool._name(page) != name:
+                    raise ValueError("stale match: a matched page was evicted; match again")
+        return match
+
+    def blocks_consumed_by_claim(self, match: PrefixMatch) -> int:
+        """Distinct matched real pages that are free now: the free pages a claim takes."""
+        mt = self._check_match(match)
+        distinct = {p for pages in mt._pages for p in pages if p != 0}
+        return sum(1 for p in distinct if self._pool.ref_count(p) == 0)
+
+    def claim(self, tables: Sequence[BlockTable], match: PrefixMatch) -> None:
+        """Share the matched pages into fresh tables (one reference per slot)."""
+        ts = self._check_tables(tables)
+        mt = self._check_match(match)
+        for t in ts:
+            if not t.is_fresh:
+                raise ValueError("claim needs fresh (empty, unbound) tables")
+        if mt.num_tokens == 0:
+            return
+        for g, (m, t) in enumerate(zip(self._managers, ts)):
+            b = len(mt._pages[g])
+            for page in mt._pages[g]:
+                if page != 0:
+                    self._pool._take_shared(page)
+            t.slots = list(mt._pages[g])
+            t.tail_available = 0
+            R = self._resume(g)
+            # The holes below the claimed resume pages are never rescanned.
+            t.reclaim_floor = 0 if R < 0 else max(0, b - R)
+            t.named_upto = b
+            m._bind(self._pool, t)
 
     def __repr__(self) -> str:
         return f"Coordinator({self._specs!r}, {self._pool!r})"

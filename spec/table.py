@@ -18,6 +18,8 @@ class BlockTable:
         # Set by the first successful acquire (or claim), cleared by free.
         self.pool: BlockPool | None = None
         self.block_size = 0
+        # Slots below this were offered names by cache_full_blocks; never revisited.
+        self.named_upto = 0
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -30,6 +32,11 @@ class BlockTable:
     @property
     def num_real_pages(self) -> int:
         return sum(1 for p in self.slots if p != 0)
+
+    @property
+    def is_fresh(self) -> bool:
+        """Empty and unbound: what a claim needs."""
+        return not self.slots and self.pool is None
 
     @property
     def is_bound(self) -> bool:
@@ -45,6 +52,7 @@ class BlockTable:
         self.reclaim_floor = 0
         self.pool = None
         self.block_size = 0
+        self.named_upto = 0
 
     def __repr__(self) -> str:
         return (

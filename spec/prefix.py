@@ -1,0 +1,84 @@
+"""Prefix caching (semantics section 8): page keys and the result of a match."""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ._args import bounded
+
+if TYPE_CHECKING:
+    from .coordinator import Coordinator
+
+KEY_BYTES = 32
+TOKEN_MAX = 2**32 - 1
+
+# A page's name: (group index, key of the page's last base page).
+Name = tuple[int, bytes]
+
+
+def page_keys(tokens: Sequence[int], base_block_size: int, salt: bytes = b"") -> list[bytes]:
+    """One 32-byte key per full base page: SHA-256(previous key || tokens as LE u32 || salt).
+
+    Page 0 chains from an empty key; a partial last page gets no key.
+    """
+    base = bounded("base_block_size", base_block_size, 1)
+    if not isinstance(salt, (bytes, bytearray, memoryview)):
+        raise TypeError(f"salt must be bytes, not {type(salt).__name__}")
+    salt = bytes(salt)
+    toks = [operator.index(t) for t in tokens]
+    for t in toks:
+        if not 0 <= t <= TOKEN_MAX:
+            raise ValueError(f"token ids must be in [0, {TOKEN_MAX}], got {t}")
+    keys: list[bytes] = []
+    prev = b""
+    for j in range(len(toks) // base):
+        page = b"".join(t.to_bytes(4, "little") for t in toks[j * base : (j + 1) * base])
+        prev = hashlib.sha256(prev + page + salt).digest()
+        keys.append(prev)
+    return keys
+
+
+def check_keys(keys: object) -> list[bytes]:
+    """Keys must be distinct 32-byte bytes objects (a chain guarantees both)."""
+    if not isinstance(keys, (list, tuple)):
+        raise ValueError("keys must be a list of 32-byte bytes")
+    out: list[bytes] = []
+    for k in keys:
+        if not isinstance(k, bytes) or len(k) != KEY_BYTES:
+            raise ValueError("every key must be a bytes object of length 32")
+        out.append(k)
+    if len(set(out)) != len(out):
+        raise ValueError("keys must be pairwise distinct")
+    return out
+
+
+class PrefixMatch:
+    """A read-only lookup result: num_tokens and, per group, a page id per slot (0 = hole)."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        num_tokens: int,
+        pages: list[list[int]],
+        names: list[list[Name | None]],
+    ) -> None:
+        self._coordinator = coordinator
+        self._num_tokens = num_tokens
+        self._pages = pages
+        # The name each real page was matched under; None for holes.
+        self._names = names
+
+    @property
+    def num_tokens(self) -> int:
+        return self._num_tokens
+
+    @property
+    def pages(self) -> list[list[int]]:
+        return [list(p) for p in self._pages]
+
+    def __repr__(self) -> str:
+        real = sum(1 for g in self._pages for p in g if p)
+        return f"PrefixMatch(num_tokens={self._num_tokens}, real_pages={real})"
