@@ -1,0 +1,238 @@
+"""The C++ benchmark's operations, called from Python: python benchmarks/bench_python.py
+
+Prints ns per operation, median of repeated runs, pool of 2**20 pages. A single call from
+Python pays ~50-100 ns of binding overhead; the batched entry points (page_ids_batch,
+Coordinator.decode_step) show the per-request cost when many requests share one call.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import livetail
+from livetail import (
+    BlockPool,
+    BlockTable,
+    Coordinator,
+    FullAttentionManager,
+    GroupSpec,
+    SlidingWindowManager,
+)
+
+POOL = 2**20
+RUNS = 21
+
+
+def report(name: str, ns: float) -> None:
+    print(f"{name:<70} {ns:12.1f} ns")
+
+
+def median_ns(run: Callable[[], float], runs: int = RUNS) -> float:
+    run()  # warm-up
+    return statistics.median(run() for _ in range(runs))
+
+
+def warm(pool: BlockPool) -> None:
+    """Touch every page once, as a pool in service has (see native/bench/bench.cpp)."""
+    m, t = FullAttentionManager(1), BlockTable()
+    m.acquire(pool, t, pool.num_free)
+    m.free(pool, t)
+
+
+def needed_for(tokens: int) -> None:
+    m, t = SlidingWindowManager(8, 12, 256), BlockTable()
+    f = m.blocks_needed_for
+
+    def run() -> float:
+        n = 10000
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            f(t, tokens)
+        return (time.perf_counter_ns() - t0) / n
+
+    report(f"blocks_needed_for live B=8 W=12 A=256, {tokens} tokens", median_ns(run))
+
+
+def acquire_and_free(acquire_name: str, free_name: str | None, m: object, tokens: int) -> None:
+    pool = BlockPool(POOL)
+    warm(pool)
+    tables = [BlockTable() for _ in range(64)]
+    acq, fre = [], []
+    for r in range(RUNS + 1):
+        t0 = time.perf_counter_ns()
+        for t in tables:
+            m.acquire(pool, t, tokens)  # type: ignore[attr-defined]
+        t1 = time.perf_counter_ns()
+        for t in tables:
+            m.free(pool, t)  # type: ignore[attr-defined]
+        t2 = time.perf_counter_ns()
+        if r:
+            acq.append((t1 - t0) / len(tables))
+            fre.append((t2 - t1) / len(tables))
+    report(acquire_name, statistics.median(acq))
+    if free_name:
+        report(free_name, statistics.median(fre))
+
+
+def specs() -> list[GroupSpec]:
+    return [
+        GroupSpec("full", 256),
+        GroupSpec("sliding", 128, sliding_window=511),
+        GroupSpec("sliding", 8, sliding_window=12, live_tail_alloc=True),
+    ]
+
+
+def main() -> None:
+    print(
+        f"livetail {livetail.__version__} from Python, pool of 2**20 pages, median of {RUNS} runs"
+    )
+    for tokens in (8192, 131072, 1 << 20):
+        needed_for(tokens)
+
+    acquire_and_free(
+        "acquire 8192 live-tail B=8 W=12 A=256 (64 real pages)",
+        "free of that live-tail table",
+        SlidingWindowManager(8, 12, 256),
+        8192,
+    )
+    acquire_and_free(
+        "acquire 8192 plain sliding B=8 W=12 (1024 real pages)",
+        None,
+        SlidingWindowManager(8, 12),
+        8192,
+    )
+    acquire_and_free("acquire 8192 full B=256 (32 pages)", None, FullAttentionManager(256), 8192)
+
+    pool = BlockPool(POOL)
+    warm(pool)
+    m, t = SlidingWindowManager(8, 12, 256), BlockTable()
+
+    def decode() -> float:
+        m.free(pool, t)
+        m.acquire(pool, t, 8192)
+        acquire, reclaim = m.acquire, m.reclaim_expired
+        n = 2000
+        t0 = time.perf_counter_ns()
+        for f in range(8192, 8192 + n):
+            acquire(pool, t, 1)
+            reclaim(pool, t, f)
+        return (time.perf_counter_ns() - t0) / n
+
+    report("decode step live-tail (acquire 1 + reclaim), two calls", median_ns(decode))
+
+    c = Coordinator(specs(), pool)
+    requests = [c.new_tables() for _ in range(64)]
+    acq, fre = [], []
+    for r in range(RUNS + 1):
+        t0 = time.perf_counter_ns()
+        for ts in requests:
+            c.acquire(ts, 8192)
+        t1 = time.perf_counter_ns()
+        for ts in requests:
+            c.free(ts)
+        t2 = time.perf_counter_ns()
+        if r:
+            acq.append((t1 - t0) / len(requests))
+            fre.append((t2 - t1) / len(requests))
+    report(
+        "three-group coordinator acquire 8192 {full 256; sliding 128; live 8}",
+        statistics.median(acq),
+    )
+    report("three-group coordinator free of that request", statistics.median(fre))
+
+    ts = c.new_tables()
+
+    def decode3() -> float:
+        c.free(ts)
+        c.acquire(ts, 8192)
+        acquire, reclaim = c.acquire, c.reclaim_expired
+        n = 2000
+        t0 = time.perf_counter_ns()
+        for f in range(8192, 8192 + n):
+            acquire(ts, 1)
+            reclaim(ts, f)
+        return (time.perf_counter_ns() - t0) / n
+
+    report("three-group decode step (acquire 1 + reclaim), two calls", median_ns(decode3))
+
+    batch = [c.new_tables() for _ in range(256)]
+
+    def decode_batch() -> float:
+        for r in batch:
+            c.free(r)
+            c.acquire(r, 8192)
+        steps = 20
+        total = 0
+        for i in range(steps):
+            fronts = [8192 + i] * len(batch)
+            t0 = time.perf_counter_ns()
+            c.decode_step(batch, fronts)
+            total += time.perf_counter_ns() - t0
+        return total / (steps * len(batch))
+
+    report("three-group decode_step, batch of 256 requests, per request", median_ns(decode_batch))
+
+    def decode_singles() -> float:
+        for r in batch:
+            c.free(r)
+            c.acquire(r, 8192)
+        acquire, reclaim = c.acquire, c.reclaim_expired
+        steps = 20
+        t0 = time.perf_counter_ns()
+        for i in range(steps):
+            f = 8192 + i
+            for r in batch:
+                acquire(r, 1)
+                reclaim(r, f)
+        return (time.perf_counter_ns() - t0) / (steps * len(batch))
+
+    report(
+        "three-group decode, 256 requests by single calls, per request", median_ns(decode_singles)
+    )
+
+    sw = SlidingWindowManager(8, 12)
+    big = BlockTable()
+    sw.acquire(pool, big, 8192)
+
+    def export() -> float:
+        n = 10000
+        page_ids = big.page_ids
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            page_ids()
+        return (time.perf_counter_ns() - t0) / n
+
+    report("copy 1024 page ids out (BlockTable.page_ids)", median_ns(export))
+
+    rows = [BlockTable() for _ in range(256)]
+    for row in rows:
+        sw.acquire(pool, row, 8192)
+
+    def export_batch() -> float:
+        n = 50
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            livetail.page_ids_batch(rows)
+        return (time.perf_counter_ns() - t0) / (n * len(rows))
+
+    report("page_ids_batch of 256 tables x 1024 ids, per table", median_ns(export_batch))
+
+    loop = []
+    for _ in range(5):
+        m.free(pool, t)
+        m.acquire(pool, t, 8192)
+        acquire, reclaim = m.acquire, m.reclaim_expired
+        t0 = time.perf_counter_ns()
+        for f in range(8192, 8192 + 100000):
+            acquire(pool, t, 1)
+            reclaim(pool, t, f)
+        loop.append(time.perf_counter_ns() - t0)
+    total = statistics.median(loop)
+    report("100000-step decode loop live-tail, total", total)
+    report("100000-step decode loop live-tail, per step", total / 100000)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+// C++ benchmark of the livetail core: ns per operation, median of repeated runs, pool of
+// 2**20 pages. Run: python benchmarks/run_cpp.py (configures with LIVETAIL_BUILD_BENCH=ON).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "livetail/coordinator.h"
+#include "livetail/managers.h"
+#include "livetail/pool.h"
+#include "livetail/table.h"
+
+using namespace livetail;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t kPoolPages = int64_t{1} << 20;
+constexpr int kRuns = 31;
+
+// Keeps the compiler from folding a value or hoisting a call out of the timed loop.
+template <typename T>
+inline void keep(T&& v) {
+  asm volatile("" : "+r"(v) : : "memory");
+}
+
+double ns_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Touch every page once, as a pool in service has: a new pool's pages are untouched memory
+// and their first use would measure page faults, not the allocator.
+void warm(BlockPool& pool) {
+  std::vector<int32_t> all(static_cast<size_t>(pool.num_free()));
+  pool.allocate(pool.num_free(), all.data());
+  pool.free(all);
+}
+
+void report(const char* name, double ns) { std::printf("%-70s %12.1f ns\n", name, ns); }
+
+// Runs `body` (which returns ns per operation) kRuns times after one warm-up run.
+void bench(const char* name, const std::function<double()>& body) {
+  body();  // warm-up
+  std::vector<double> v(kRuns);
+  for (double& x : v) x = body();
+  report(name, median(v));
+}
+
+void needed_for(const char* name, int64_t tokens) {
+  SlidingWindowManager m(8, 12, 256);
+  BlockTable t;
+  bench(name, [&] {
+    constexpr int kOps = 100000;
+    int64_t sum = 0;
+    auto t0 = Clock::now();
+    for (int i = 0; i < kOps; ++i) {
+      int64_t n = tokens;
+      keep(n);
+      sum += m.blocks_needed_for(t, n);
+    }
+    const double ns = ns_since(t0) / kOps;
+    keep(sum);
+    return ns;
+  });
+}
+
+// acquire(tokens) on kTables emptied tables (capacity kept, as an engine reuses them), then
+// free: times the acquires and the frees separately.
+void acquire_and_free(const char* acquire_name, const char* free_name, const Manager& m,
+                      int64_t tokens) {
+  constexpr int kTables = 64;
+  BlockPool pool(kPoolPages);
+  warm(pool);
+  std::vector<BlockTable> tables(kTables);
+  std::vector<double> acq, fre;
+  for (int r = 0; r <= kRuns; ++r) {
+    auto t0 = Clock::now();
+    for (auto& t : tables) {
+      bool ok = m.acquire(pool, t, tokens);
+      keep(ok);
+    }
+    const double a = ns_since(t0) / kTables;
+    t0 = Clock::now();
+    for (auto& t : tables) m.free(pool, t);
+    const double f = ns_since(t0) / kTables;
+    if (r > 0) acq.push_back(a), fre.push_back(f);  // run 0 warms up
+  }
+  report(acquire_name, median(acq));
+  if (free_name) report(free_name, median(fre));
+}
+
+// Decode: a request holding `prompt` tokens generates; each step acquires one token and
+// reclaims at the frontier before it.
+void decode(const char* name, const Manager& m, int64_t prompt, int steps_per_run) {
+  BlockPool pool(kPoolPages);
+  warm(pool);
+  BlockTable t;
+  bench(name, [&] {
+    m.free(pool, t);
+    m.acquire(pool, t, prompt);
+    auto t0 = Clock::now();
+    for (int i = 0; i < steps_per_run; ++i) {
+      const int64_t f = t.extent();
+      m.acquire(pool, t, 1);
+      m.reclaim_expired(pool, t, f);
+    }
+    return ns_since(t0) / steps_per_run;
+  });
+}
+
+std::vector<GroupSpec> three_groups() {
+  return {GroupSpec(GroupKind::full, 256), GroupSpec(GroupKind::sliding, 128, 511),
+          GroupSpec(GroupKind::sliding, 8, 12, true)};
+}
+
+}  // namespace
+
+int main() {
+  std::printf("livetail C++ core, pool of 2**20 pages, median of %d runs\n", kRuns);
+
+  needed_for("blocks_needed_for live B=8 W=12 A=256, 8192 tokens", 8192);
+  needed_for("blocks_needed_for live B=8 W=12 A=256, 131072 tokens", 131072);
+  needed_for("blocks_needed_for live B=8 W=12 A=256, 1Mi tokens", 1 << 20);
+
+  acquire_and_free("acquire 8192 live-tail B=8 W=12 A=256 (64 real pages)",
+                   "free of that live-tail table", SlidingWindowManager(8, 12, 256), 8192);
+  acquire_and_free("acquire 8192 plain sliding B=8 W=12 (1024 real pages)", nullptr,
+                   SlidingWindowManager(8, 12, 0), 8192);
+  acquire_and_free("acquire 8192 full B=256 (32 pages)", nullptr, FullAttentionManager(256), 8192);
+
+  decode("decode step live-tail (acquire 1 + reclaim)", SlidingWindowManager(8, 12, 256), 8192,
+         1000);
+
+  {  // three-group coordinator acquire of a fresh 8192-token request, then free
+    BlockPool pool(kPoolPages);
+    warm(pool);
+    Coordinator c(three_groups(), pool);
+    constexpr size_t kReqs = 64;
+    std::vector<BlockTable> store(kReqs * 3);
+    std::vector<double> acq, fre;
+    for (int r = 0; r <= kRuns; ++r) {
+      auto t0 = Clock::now();
+      for (size_t q = 0; q < kReqs; ++q) {
+        BlockTable* ts[3] = {&store[q * 3], &store[q * 3 + 1], &store[q * 3 + 2]};
+        bool ok = c.acquire(ts, 8192);
+        keep(ok);
+      }
+      const double a = ns_since(t0) / kReqs;
+      t0 = Clock::now();
+      for (size_t q = 0; q < kReqs; ++q) {
+        BlockTable* ts[3] = {&store[q * 3], &store[q * 3 + 1], &store[q * 3 + 2]};
+        c.free(ts);
+      }
+      const double f = ns_since(t0) / kReqs;
+      if (r > 0) acq.push_back(a), fre.push_back(f);
+    }
+    report("three-group coordinator acquire 8192 {full 256; sliding 128; live 8}", median(acq));
+    report("three-group coordinator free of that request", median(fre));
+  }
+
+  {  // three-group decode step, one request at a time and batched
+    BlockPool pool(kPoolPages);
+    warm(pool);
+    Coordinator c(three_groups(), pool);
+    BlockTable a, b, d;
+    BlockTable* ts[3] = {&a, &b, &d};
+    bench("three-group decode step (acquire 1 + reclaim)", [&] {
+      c.free(ts);
+      c.acquire(ts, 8192);
+      constexpr int kSteps = 1000;
+      auto t0 = Clock::now();
+      for (int i = 0; i < kSteps; ++i) {
+        const int64_t f = a.extent();
+        c.acquire(ts, 1);
+        c.reclaim_expired(ts, f);
+      }
+      return ns_since(t0) / kSteps;
+    });
+
+    constexpr size_t kReqs = 256;
+    std::vector<BlockTable> store(kReqs * 3);
+    std::vector<BlockTable*> flat;
+    flat.reserve(store.size());
+    for (auto& t : store) flat.push_back(&t);
+    std::vector<int64_t> fronts(kReqs);
+    bench("three-group decode_step, batch of 256 requests, per request", [&] {
+      for (size_t q = 0; q < kReqs; ++q) c.free(std::span(flat).subspan(q * 3, 3));
+      for (size_t q = 0; q < kReqs; ++q) c.acquire(std::span(flat).subspan(q * 3, 3), 8192);
+      constexpr int kSteps = 20;
+      double ns = 0;
+      for (int i = 0; i < kSteps; ++i) {
+        for (size_t q = 0; q < kReqs; ++q) fronts[q] = store[q * 3].extent();
+        auto t0 = Clock::now();
+        DecodeResult res = c.decode_step(flat, fronts);
+        ns += ns_since(t0);
+        keep(res.stepped);
+      }
+      return ns / (kSteps * kReqs);
+    });
+    // The same 256 requests one call pair at a time, for comparison (same cache footprint).
+    bench("three-group decode, 256 requests by single calls, per request", [&] {
+      for (size_t q = 0; q < kReqs; ++q) c.free(std::span(flat).subspan(q * 3, 3));
+      for (size_t q = 0; q < kReqs; ++q) c.acquire(std::span(flat).subspan(q * 3, 3), 8192);
+      constexpr int kSteps = 20;
+      double ns = 0;
+      for (int i = 0; i < kSteps; ++i) {
+        for (size_t q = 0; q < kReqs; ++q) fronts[q] = store[q * 3].extent();
+        auto t0 = Clock::now();
+        for (size_t q = 0; q < kReqs; ++q) {
+          const auto ts = std::span(flat).subspan(q * 3, 3);
+          c.acquire(ts, 1);
+          c.reclaim_expired(ts, fronts[q]);
+        }
+        ns += ns_since(t0);
+      }
+      return ns / (kSteps * kReqs);
+    });
+  }
+
+  {  // copy 1024 page ids out
+    BlockPool pool(kPoolPages);
+    warm(pool);
+    SlidingWindowManager m(8, 12, 0);
+    BlockTable t;
+    m.acquire(pool, t, 8192);
+    std::vector<int32_t> out(1024);
+    bench("copy 1024 page ids out", [&] {
+      constexpr int kOps = 10000;
+      auto t0 = Clock::now();
+      for (int i = 0; i < kOps; ++i) {
+        const auto ids = t.page_ids();
+        std::memcpy(out.data(), ids.data(), ids.size_bytes());
+        keep(out[0]);
+      }
+      return ns_since(t0) / kOps;
+    });
+  }
+
+  {  // a 100 000-step decode loop, live-tail group, one run
+    BlockPool pool(kPoolPages);
+    warm(pool);
+    SlidingWindowManager m(8, 12, 256);
+    BlockTable t;
+    std::vector<double> v;
+    for (int r = 0; r < 5; ++r) {
+      m.free(pool, t);
+      m.acquire(pool, t, 8192);
+      constexpr int kSteps = 100000;
+      auto t0 = Clock::now();
+      for (int i = 0; i < kSteps; ++i) {
+        const int64_t f = t.extent();
+        m.acquire(pool, t, 1);
+        m.reclaim_expired(pool, t, f);
+      }
+      v.push_back(ns_since(t0));
+    }
+    const double total = median(v);
+    report("100000-step decode loop live-tail, total", total);
+    report("100000-step decode loop live-tail, per step", total / 100000);
+  }
+  return 0;
+}

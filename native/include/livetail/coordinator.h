@@ -1,0 +1,84 @@
+// Coordinator (semantics section 6): several groups, one pool, one table per group per
+// request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "livetail/managers.h"
+#include "livetail/pool.h"
+#include "livetail/table.h"
+
+namespace livetail {
+
+struct GroupSpec {
+  // Throws std::invalid_argument: a window only (and always) for sliding, live tail only
+  // for sliding, page size and window in [1, 2**31 - 1].
+  GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window = {},
+            bool live_tail_alloc = false);
+
+  // The constructor's checks, for a spec whose public fields were changed since.
+  void check() const;
+
+  GroupKind kind;
+  int64_t block_size;
+  std::optional<int64_t> sliding_window;
+  bool live_tail_alloc;
+
+  bool operator==(const GroupSpec&) const = default;
+};
+
+// What a batched decode step did: requests [0, stepped) acquired their token and
+// reclaimed; request `stepped` (if < the batch size) found the pool short and changed
+// nothing, nor did any request after it.
+struct DecodeResult {
+  int64_t stepped;
+  int64_t reclaimed;  // pages that re-entered the free queue
+};
+
+class Coordinator {
+ public:
+  // Throws std::invalid_argument for no specs or an lcm of page sizes above 2**31 - 1.
+  Coordinator(std::vector<GroupSpec> specs, BlockPool& pool);
+
+  int64_t num_groups() const noexcept { return static_cast<int64_t>(managers_.size()); }
+  int64_t base_block_size() const noexcept { return base_; }
+  int64_t lcm_block_size() const noexcept { return lcm_; }
+  BlockPool& pool() const noexcept { return *pool_; }
+  const std::vector<GroupSpec>& specs() const noexcept { return specs_; }
+  const std::vector<Manager>& managers() const noexcept { return managers_; }
+
+  // `tables`: one table per group, in group order, pairwise distinct, each unbound or bound
+  // to this coordinator's pool. Every argument of every group is checked before any group
+  // acts (std::invalid_argument, nothing changed); groups then act in ascending index.
+  bool acquire(std::span<BlockTable* const> tables, int64_t num_tokens);
+  int64_t blocks_needed_for(std::span<BlockTable* const> tables, int64_t num_tokens) const;
+  int64_t blocks_needed_for_sequential(std::span<BlockTable* const> tables, int64_t first_tokens,
+                                       int64_t extra_tokens) const;
+  int64_t reclaim_expired(std::span<BlockTable* const> tables, int64_t num_computed_tokens);
+  int64_t free(std::span<BlockTable* const> tables);
+
+  // One decode step for a batch of requests, equal to this loop of single calls:
+  //   for r in 0..R-1:
+  //     if not acquire(tables of r, 1): stop   (r and every later request untouched)
+  //     reclaimed += reclaim_expired(tables of r, num_computed_tokens[r])
+  // `tables` holds R * num_groups() tables, request-major; all pairwise distinct. Every
+  // argument is checked first (num_computed_tokens[r] against the extent the acquire
+  // creates), so a call that throws changes nothing.
+  DecodeResult decode_step(std::span<BlockTable* const> tables,
+                           std::span<const int64_t> num_computed_tokens);
+
+ private:
+  void check_tables(std::span<BlockTable* const> tables) const;
+  [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
+
+  std::vector<GroupSpec> specs_;
+  std::vector<Manager> managers_;
+  BlockPool* pool_;
+  int64_t base_ = 0;
+  int64_t lcm_ = 0;
+};
+
+}  // namespace livetail

@@ -1,0 +1,134 @@
+// Sliding-window geometry (semantics section 4): a line-by-line mirror of spec/geometry.py.
+//
+// Every function has the name, argument order and branch structure of its Python twin
+// (minus the `ar` parameter), and every intermediate value is an int64_t, so the Z3 range
+// proofs over the Python expression trees also bound this arithmetic. `ar.div`, `ar.mod`,
+// `ar.min`, `ar.max` are the functions below of the same names; `ar.cond(c, a, b)` is
+// `c ? a : b` and `ar.either(a, b)` is `a || b`.
+// Inner helpers: callers validate the inputs (managers.h); nothing here checks.
+#pragma once
+
+#include <cstdint>
+
+#define LIVETAIL_INLINE [[gnu::always_inline]] inline constexpr
+
+namespace livetail::geometry {
+
+// Largest token count a table may span: len(slots) * B <= INT32_MAX.
+inline constexpr int64_t INT32_MAX_TOKENS = 2147483647;
+
+// --- IntArith ----------------------------------------------------------------------
+
+// Floor division and modulo for a >= 0, b >= 1 (the only operands they ever see). Page sizes
+// and periods are nearly always powers of two, where a shift and a mask give the same
+// result as a divide at a fraction of its latency (~3 ns each, in dependent chains here).
+LIVETAIL_INLINE int64_t div(int64_t a, int64_t b) {
+  return (b & (b - 1)) == 0 ? a >> __builtin_ctzll(static_cast<uint64_t>(b)) : a / b;
+}
+LIVETAIL_INLINE int64_t mod(int64_t a, int64_t b) {
+  return (b & (b - 1)) == 0 ? a & (b - 1) : a % b;
+}
+LIVETAIL_INLINE int64_t min(int64_t a, int64_t b) { return a <= b ? a : b; }
+LIVETAIL_INLINE int64_t max(int64_t a, int64_t b) { return a >= b ? a : b; }
+
+// --- basic quantities -------------------------------------------------------------
+
+// ceil(a / b) for a >= 0, b >= 1, without forming a + b - 1 (which overflows int32).
+LIVETAIL_INLINE int64_t ceil_div(int64_t a, int64_t b) {
+  return div(a, b) + (mod(a, b) > 0 ? 1 : 0);
+}
+
+// R = ceil((W-1)/B): the pages behind a boundary that hold its last W-1 tokens.
+LIVETAIL_INLINE int64_t resume_pages(int64_t W, int64_t B) { return ceil_div(W - 1, B); }
+
+// Pages [0, slid_out(f)) are wholly outside the window of the next query after f tokens.
+LIVETAIL_INLINE int64_t slid_out(int64_t f, int64_t W, int64_t B) {
+  const int64_t d = f - W + 1;
+  return d > 0 ? div(d, B) : 0;
+}
+
+// m = A / B slots per alignment block (1 when live tail is off).
+LIVETAIL_INLINE int64_t period(int64_t A, int64_t B) { return A > 0 ? div(A, B) : 1; }
+
+// R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off).
+LIVETAIL_INLINE int64_t kept_per_period(int64_t W, int64_t B, int64_t A) {
+  return A > 0 ? min(resume_pages(W, B), div(A, B)) : 1;
+}
+
+// Tokens a table of this shape covers.
+LIVETAIL_INLINE int64_t extent(int64_t slots, int64_t tail, int64_t B) { return slots * B - tail; }
+
+// --- liveness: the slot-by-slot definition ------------------------------------------
+
+// Is slot s, created by an acquire that ends at frontier f, given a real page? Real when
+// live tail is off, when s is still inside the window at f, or when s is one of the last R
+// slots of its A-token block (a resume page of the boundary A * (s // m + 1)).
+LIVETAIL_INLINE bool live(int64_t s, int64_t f, int64_t W, int64_t B, int64_t A) {
+  return A > 0
+             ? (s >= slid_out(f, W, B) || mod(s, period(A, B)) >= period(A, B) - resume_pages(W, B))
+             : true;
+}
+
+// --- liveness: the closed forms -----------------------------------------------------
+
+// g(x): how many s < x have s mod m >= m - kept (kept <= m).
+LIVETAIL_INLINE int64_t resume_count_below(int64_t x, int64_t m, int64_t kept) {
+  return div(x, m) * kept + max(0, mod(x, m) - (m - kept));
+}
+
+// Number of live slots among [first, first+new) at frontier f, in O(1).
+LIVETAIL_INLINE int64_t live_count(int64_t first, int64_t new_, int64_t f, int64_t W, int64_t B,
+                                   int64_t A) {
+  const int64_t m = period(A, B);
+  const int64_t kept = kept_per_period(W, B, A);
+  const int64_t h = min(max(slid_out(f, W, B), first), first + new_);
+  return (first + new_ - h) + resume_count_below(h, m, kept) - resume_count_below(first, m, kept);
+}
+
+// --- acquire arithmetic -------------------------------------------------------------
+
+// Slots an acquire of n tokens appends to a table with `tail` tokens of room.
+LIVETAIL_INLINE int64_t new_slots(int64_t tail, int64_t B, int64_t n) {
+  return n > tail ? ceil_div(n - tail, B) : 0;
+}
+
+// tail_available after an acquire of n tokens.
+LIVETAIL_INLINE int64_t tail_after(int64_t tail, int64_t B, int64_t n) {
+  if (n > tail) {  // spill()
+    const int64_t r = mod(n - tail, B);
+    return r > 0 ? B - r : 0;
+  }
+  return tail - n;
+}
+
+// After acquiring n tokens, len(slots) * B <= INT32_MAX (compared without multiplying).
+LIVETAIL_INLINE bool fits_int32(int64_t slots, int64_t tail, int64_t B, int64_t n) {
+  return new_slots(tail, B, n) <= div(INT32_MAX_TOKENS, B) - slots;
+}
+
+// Pages acquire(n) takes on a table of shape (slots, tail): O(1).
+// A = 0 means every new slot is real (full and state groups, sliding without live tail).
+LIVETAIL_INLINE int64_t blocks_needed(int64_t slots, int64_t tail, int64_t n, int64_t W, int64_t B,
+                                      int64_t A) {
+  if (n > tail) {  // take()
+    const int64_t new_ = ceil_div(n - tail, B);
+    const int64_t f = extent(slots, tail, B) + n;
+    return A > 0 ? live_count(slots, new_, f, W, B, A) : new_;
+  }
+  return 0;
+}
+
+// Pages acquire(first) then acquire(extra) take together: the admission charge.
+LIVETAIL_INLINE int64_t blocks_needed_sequential(int64_t slots, int64_t tail, int64_t first,
+                                                 int64_t extra, int64_t W, int64_t B, int64_t A) {
+  const int64_t slots1 = slots + new_slots(tail, B, first);
+  const int64_t tail1 = tail_after(tail, B, first);
+  return blocks_needed(slots, tail, first, W, B, A) + blocks_needed(slots1, tail1, extra, W, B, A);
+}
+
+// b = min(slid_out(f), slots): reclaim releases every real slot in [floor, b).
+LIVETAIL_INLINE int64_t reclaim_bound(int64_t f, int64_t slots, int64_t W, int64_t B) {
+  return min(slid_out(f, W, B), slots);
+}
+
+}  // namespace livetail::geometry

@@ -1,0 +1,201 @@
+#include "livetail/managers.h"
+
+#include <algorithm>
+#include <string>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace livetail {
+
+namespace {
+
+// Holes are common (live tail), so scans look at 16 slots at once and visit only the real
+// ones: bit k of the mask is set iff slot s[k] holds a page.
+constexpr int64_t kScanBlock = 16;
+
+[[gnu::always_inline]] inline uint32_t real_mask(const int32_t* s) noexcept {
+#if defined(__SSE2__)
+  // Page ids are >= 0, so saturating packs keep every nonzero lane nonzero: 16 lanes to bytes.
+  auto load = [s](ptrdiff_t q) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 4 * q));
+  };
+  const __m128i bytes =
+      _mm_packs_epi16(_mm_packs_epi32(load(0), load(1)), _mm_packs_epi32(load(2), load(3)));
+  const int holes = _mm_movemask_epi8(_mm_cmpeq_epi8(bytes, _mm_setzero_si128()));
+  return ~static_cast<uint32_t>(holes) & 0xFFFFu;
+#else
+  uint32_t m = 0;
+  for (int k = 0; k < kScanBlock; ++k) m |= static_cast<uint32_t>(s[k] != 0) << k;
+  return m;
+#endif
+}
+
+// Drops real slot s's reference and makes it a hole.
+[[gnu::always_inline]] inline void punch(BlockPool::Releaser& r, int32_t& s) noexcept {
+  r.release(s);
+  s = 0;
+}
+
+[[noreturn]] void fail(const char* name, const std::string& what) {
+  throw std::invalid_argument(std::string(name) + " " + what);
+}
+
+void check_range(int64_t v, int64_t lo, const char* name) {
+  if (v < lo || v > geometry::INT32_MAX_TOKENS)
+    fail(name, "must be in [" + std::to_string(lo) + ", 2**31 - 1], got " + std::to_string(v));
+}
+
+}  // namespace
+
+const char* kind_name(GroupKind kind) noexcept {
+  switch (kind) {
+    case GroupKind::full:
+      return "full";
+    case GroupKind::sliding:
+      return "sliding";
+    case GroupKind::state:
+      return "state";
+  }
+  return "?";
+}
+
+GroupKind parse_kind(std::string_view kind) {
+  if (kind == "full") return GroupKind::full;
+  if (kind == "sliding") return GroupKind::sliding;
+  if (kind == "state") return GroupKind::state;
+  fail("kind", "must be 'full', 'sliding' or 'state', got '" + std::string(kind) + "'");
+}
+
+Manager::Manager(GroupKind kind, int64_t block_size, int64_t sliding_window,
+                 int64_t live_alloc_alignment)
+    : B_(block_size), W_(sliding_window), A_(live_alloc_alignment), kind_(kind) {
+  check_range(block_size, 1, "block_size");
+  if (kind != GroupKind::full) check_range(sliding_window, 1, "sliding_window");
+  check_range(live_alloc_alignment, 0, "live_alloc_alignment");
+  if (live_alloc_alignment % block_size != 0)
+    fail("live_alloc_alignment", "must be a multiple of block_size " + std::to_string(block_size) +
+                                     ", got " + std::to_string(live_alloc_alignment));
+}
+
+FullAttentionManager::FullAttentionManager(int64_t block_size)
+    : Manager(GroupKind::full, block_size, 0, 0) {}
+
+SlidingWindowManager::SlidingWindowManager(int64_t block_size, int64_t sliding_window,
+                                           int64_t live_alloc_alignment)
+    : Manager(GroupKind::sliding, block_size, sliding_window, live_alloc_alignment) {}
+
+StateManager::StateManager(int64_t block_size) : Manager(GroupKind::state, block_size, 2, 0) {}
+
+// --- failures (cold: built only when a check fails) ------------------------------------
+
+void Manager::fail_count(int64_t value, const char* name) {
+  fail(name, "must be >= 0, got " + std::to_string(value));
+}
+
+void Manager::fail_other_pool() { fail("table", "is bound to another pool (free it there first)"); }
+
+void Manager::fail_block_size(int64_t table_block_size) const {
+  fail("table", "was filled by a group with block_size " + std::to_string(table_block_size) +
+                    ", not " + std::to_string(B_));
+}
+
+void Manager::fail_fits(int64_t n, const char* name) {
+  fail(name, "= " + std::to_string(n) + " would make the table span more than 2**31 - 1 tokens");
+}
+
+void Manager::fail_frontier(int64_t f, int64_t extent) {
+  fail("num_computed_tokens",
+       "= " + std::to_string(f) + " is above the table's extent " + std::to_string(extent));
+}
+
+void Manager::grow(BlockTable& t, int64_t slots) {
+  // Geometric growth: an exact reserve per decode step would copy the table every time.
+  t.slots_.reserve(std::max(static_cast<size_t>(slots), 2 * t.slots_.capacity()));
+}
+
+// --- slow paths of the hot operations --------------------------------------------------------
+
+void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
+  const int64_t slots = t.size();
+  const int64_t tail = t.tail_;
+  const int64_t end = slots + geometry::new_slots(tail, B_, n);
+  t.slots_.resize(static_cast<size_t>(end));  // new slots start as holes; the only throw
+  int32_t* s = t.slots_.data();
+  BlockPool::Taker take(pool);
+  int64_t h = slots;  // [slots, h): live only if a resume page; [h, end): all live
+  if (A_ > 0) {
+    const int64_t f = geometry::extent(slots, tail, B_) + n;
+    h = geometry::min(geometry::max(geometry::slid_out(f, W_, B_), slots), end);
+    const int64_t m = geometry::period(A_, B_);
+    const int64_t kept = geometry::kept_per_period(W_, B_, A_);
+    // The resume pages are the last `kept` slots of each period: visit them, not the holes.
+    for (int64_t p0 = slots - geometry::mod(slots, m); p0 < h; p0 += m) {
+      const int64_t hi = geometry::min(p0 + m, h);
+      for (int64_t i = geometry::max(p0 + m - kept, slots); i < hi; ++i) s[i] = take.pop();
+    }
+  }
+  for (int64_t i = h; i < end; ++i) s[i] = take.pop();
+  t.real_ += take.done();
+}
+
+int64_t Manager::punch_band(BlockPool& pool, BlockTable& t, int64_t b) noexcept {
+  // The batch [page(b-1) .. page(floor)] freed in reverse = released in ascending slot order.
+  int32_t* s = t.slots_.data();
+  BlockPool::Releaser rel(pool);
+  int64_t i = t.floor_;
+  for (; i + kScanBlock <= b; i += kScanBlock)
+    for (uint32_t m = real_mask(s + i); m != 0; m &= m - 1) {  // ascending
+      punch(rel, s[i + __builtin_ctz(m)]);
+      --t.real_;
+    }
+  for (; i < b; ++i)
+    if (s[i] != 0) punch(rel, s[i]), --t.real_;
+  t.floor_ = b;
+  return rel.done();
+}
+
+int64_t Manager::free_unchecked(BlockPool& pool, BlockTable& t) const noexcept {
+  // The batch [page(0) .. page(last)] freed in reverse: the last slot's page re-enters first.
+  int32_t* s = t.slots_.data();
+  BlockPool::Releaser rel(pool);
+  // Reclaim left no real page below the floor, so the scan stops there.
+  const int64_t floor = t.floor_;
+  int64_t i = t.size();
+  for (const int64_t top = geometry::max(i - i % kScanBlock, floor); i > top;)
+    if (s[--i] != 0) punch(rel, s[i]);
+  for (; i - kScanBlock >= floor; i -= kScanBlock) {
+    int32_t* blk = s + i - kScanBlock;
+    for (uint32_t m = real_mask(blk); m != 0;) {  // descending
+      const int k = 31 - __builtin_clz(m);
+      punch(rel, blk[k]);
+      m &= ~(1u << k);
+    }
+  }
+  while (i > floor)
+    if (s[--i] != 0) punch(rel, s[i]);
+  t.slots_.clear();  // keeps capacity for the next request
+  t.tail_ = t.floor_ = t.real_ = 0;
+  t.pool_ = nullptr;
+  t.block_size_ = 0;
+  return rel.done();
+}
+
+// --- public entry points ------------------------------------------------------------------
+
+int64_t Manager::blocks_reclaimable_at(const BlockTable& t, int64_t num_computed_tokens,
+                                       bool count_uncached) const {
+  check_table(nullptr, t);
+  check_frontier(t, num_computed_tokens);
+  // No page carries a prefix-cache name yet, so only count_uncached counts anything.
+  if (kind_ == GroupKind::full || !count_uncached) return 0;
+  const int64_t b = geometry::reclaim_bound(num_computed_tokens, t.size(), W_, B_);
+  int64_t n = 0;
+  for (int64_t i = t.floor_; i < b; ++i) {
+    const int32_t p = t.slots_[static_cast<size_t>(i)];
+    if (p != 0 && t.pool_->ref_count(p) == 1) ++n;
+  }
+  return n;
+}
+
+}  // namespace livetail
