@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Optional
 
 from . import geometry as geo
 from ._args import bounded, count, instance
@@ -24,7 +23,7 @@ class GroupSpec:
         self,
         kind: str,
         block_size: int,
-        sliding_window: Optional[int] = None,
+        sliding_window: int | None = None,
         live_tail_alloc: bool = False,
     ) -> None:
         instance("kind", kind, str)
@@ -35,7 +34,7 @@ class GroupSpec:
         if kind == "sliding":
             if sliding_window is None:
                 raise ValueError("a sliding group needs a sliding_window")
-            self.sliding_window: Optional[int] = bounded("sliding_window", sliding_window, 1)
+            self.sliding_window: int | None = bounded("sliding_window", sliding_window, 1)
         else:
             if sliding_window is not None:
                 raise ValueError(f"sliding_window is only for sliding groups, not {kind!r}")
@@ -157,7 +156,10 @@ class Coordinator:
 
     def reclaim_expired(self, tables: Sequence[BlockTable], num_computed_tokens: int) -> int:
         ts = self._check_tables(tables)
-        fs = [m._validate_reclaim(self._pool, t, num_computed_tokens) for m, t in zip(self._managers, ts)]
+        fs = [
+            m._validate_reclaim(self._pool, t, num_computed_tokens)
+            for m, t in zip(self._managers, ts)
+        ]
         return sum(m._reclaim(self._pool, t, f) for m, t, f in zip(self._managers, ts, fs))
 
     def free(self, tables: Sequence[BlockTable]) -> None:
@@ -202,7 +204,7 @@ class Coordinator:
         return named
 
     def _support(self, g: int, T: int, ks: list[bytes]) -> list[tuple[int, Name]] | None:
-        """(slot, name) of every page group g needs to resume at T tokens, or None if any is missing."""
+        """(slot, name) of each page group g needs to resume at T tokens; None if one is missing."""
         B = self._managers[g].block_size
         k = B // self._base
         b = T // B

@@ -147,8 +147,10 @@ def live_count(first: Num, new: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith =
     m = period(A, B, ar)
     kept = kept_per_period(W, B, A, ar)
     h = ar.min(ar.max(slid_out(f, W, B, ar), first), first + new)
-    return (first + new - h) + resume_count_below(h, m, kept, ar) - resume_count_below(
-        first, m, kept, ar
+    return (
+        (first + new - h)
+        + resume_count_below(h, m, kept, ar)
+        - resume_count_below(first, m, kept, ar)
     )
 
 
@@ -175,9 +177,7 @@ def fits_int32(slots: Num, tail: Num, B: Num, n: Num, ar: Arith = INT) -> Bool:
     return new_slots(tail, B, n, ar) <= ar.div(INT32_MAX, B) - slots
 
 
-def blocks_needed(
-    slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Arith = INT
-) -> Num:
+def blocks_needed(slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     """Pages acquire(n) takes on a table of shape (slots, tail): O(1).
 
     A = 0 means every new slot is real (full and state groups, sliding without live tail).

@@ -7,8 +7,6 @@ closed forms (``geometry.blocks_needed``); the differential test holds the two t
 
 from __future__ import annotations
 
-from typing import Optional
-
 from . import geometry as geo
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
@@ -19,7 +17,7 @@ from .table import BlockTable
 class _Manager:
     kind = ""
 
-    def __init__(self, block_size: int, sliding_window: Optional[int], alignment: int) -> None:
+    def __init__(self, block_size: int, sliding_window: int | None, alignment: int) -> None:
         self._B = bounded("block_size", block_size, 1)
         self._W = sliding_window
         self._A = alignment
@@ -31,7 +29,7 @@ class _Manager:
         return self._B
 
     @property
-    def sliding_window(self) -> Optional[int]:
+    def sliding_window(self) -> int | None:
         return self._W
 
     @property
@@ -49,8 +47,7 @@ class _Manager:
         assert isinstance(table, BlockTable)
         if table.is_bound and table.block_size != self._B:
             raise ValueError(
-                f"table is bound to a group of block_size {table.block_size}, "
-                f"not {self._B}"
+                f"table is bound to a group of block_size {table.block_size}, not {self._B}"
             )
         return table
 
@@ -63,12 +60,10 @@ class _Manager:
 
     def _check_fits(self, table: BlockTable, name: str, n: int) -> None:
         if not geo.fits_int32(len(table.slots), table.tail_available, self._B, n):
-            raise ValueError(
-                f"{name}={n} would make the table span more than {INT32_MAX} tokens"
-            )
+            raise ValueError(f"{name}={n} would make the table span more than {INT32_MAX} tokens")
 
     def _extent(self, table: BlockTable) -> int:
-        return geo.extent(len(table.slots), table.tail_available, self._B)
+        return int(geo.extent(len(table.slots), table.tail_available, self._B))
 
     def _check_frontier(self, table: BlockTable, f: object) -> int:
         v = count("num_computed_tokens", f)
@@ -237,9 +232,7 @@ class SlidingWindowManager(_Manager):
         W = bounded("sliding_window", sliding_window, 1)
         A = bounded("live_alloc_alignment", live_alloc_alignment, 0)
         if A % B != 0:
-            raise ValueError(
-                f"live_alloc_alignment ({A}) must be a multiple of block_size ({B})"
-            )
+            raise ValueError(f"live_alloc_alignment ({A}) must be a multiple of block_size ({B})")
         super().__init__(B, W, A)
 
     def __repr__(self) -> str:

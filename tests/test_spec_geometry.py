@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from livetail.spec import geometry as geo
 
 
@@ -59,7 +58,9 @@ def test_live_tail_degenerates_to_full_allocation_when_resume_pages_cover_the_al
     assert geo.blocks_needed(0, 0, 8192, 24, 8, 16) == 1024
 
 
-@pytest.mark.parametrize(("tail", "n", "expected"), [(5, 3, 2), (5, 5, 0), (0, 8, 0), (0, 9, 7), (3, 4, 7)])
+@pytest.mark.parametrize(
+    ("tail", "n", "expected"), [(5, 3, 2), (5, 5, 0), (0, 8, 0), (0, 9, 7), (3, 4, 7)]
+)
 def test_tail_after_acquire(tail: int, n: int, expected: int) -> None:
     assert geo.tail_after(tail, 8, n) == expected
 
