@@ -1,0 +1,240 @@
+"""The theorem suite: every theorem yields its expected verdict, and every wrong variant of
+the spec is rejected by the theorems that claim to reject it.
+
+Theorems run as ``livetail verify`` runs them: each in a fresh process, two at a time,
+with a wall-clock kill.  The module-scoped fixtures run each (theorem, variant) pair once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import z3  # type: ignore[import-untyped]
+from livetail.spec import geometry as geo
+from livetail.verify import runner
+from livetail.verify.theorems import THEOREMS, markdown, run_theorem
+from livetail.verify.theorems._prover import Prover, StepFailed
+from livetail.verify.trace import write_trace
+from livetail.verify.variants import VARIANTS
+from livetail.verify.z3arith import BVArith, RangeArith, Tracked, Tracker
+
+TIMEOUT = 60.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, dict[str, Any]]:
+    """Every theorem on the real spec (quick mode: the optional bit-vector search is skipped)."""
+    names = sorted(THEOREMS, key=lambda n: -THEOREMS[n].cost)
+    out = runner.run_theorems([(n, None) for n in names], timeout=TIMEOUT, quick=True)
+    return {r["name"]: r for r in out}
+
+
+@pytest.fixture(scope="module")
+def kills() -> dict[tuple[str, str], dict[str, Any]]:
+    """Each theorem under each variant it claims to reject."""
+    tasks = [(n, v) for n, th in THEOREMS.items() for v in th.kills]
+    out = runner.run_theorems(tasks, timeout=TIMEOUT, quick=True)
+    return {(r["name"], r["variant"]): r for r in out}
+
+
+@pytest.mark.parametrize("name", list(THEOREMS))
+def test_theorem_yields_its_expected_verdict(name: str, results: dict[str, dict[str, Any]]) -> None:
+    r = results[name]
+    assert r["verdict"] == THEOREMS[name].expected, (r["message"], r["steps"])
+
+
+@pytest.mark.parametrize("name,variant", [(n, v) for n, th in THEOREMS.items() for v in th.kills])
+def test_wrong_variant_is_rejected_by_its_theorem(
+    name: str, variant: str, kills: dict[tuple[str, str], dict[str, Any]]
+) -> None:
+    r = kills[(name, variant)]
+    # A rejection is a concrete counterexample (or, for a witness theorem, the witness
+    # vanishing), never a timeout.
+    if r["expected"] == "proved":
+        assert r["verdict"] == "counterexample", (r["verdict"], r["message"])
+        assert r["values"]
+    else:
+        assert r["verdict"] == "proved", (r["verdict"], r["message"])
+    assert runner.killed(r)
+
+
+def test_every_variant_has_a_theorem_that_claims_to_reject_it() -> None:
+    claimed = {v for th in THEOREMS.values() for v in th.kills}
+    assert claimed == set(VARIANTS)
+
+
+def test_theorems_declare_only_known_variants_and_verdicts() -> None:
+    for th in THEOREMS.values():
+        assert set(th.kills) <= set(VARIANTS), th.name
+        assert th.expected in ("proved", "witness"), th.name
+        assert th.statement and th.guarantee, th.name
+        assert ("Bounded" in th.statement) == th.bounded, th.name
+
+
+def test_combined_charge_witness_includes_17_then_2_with_exact_values(
+    results: dict[str, dict[str, Any]],
+) -> None:
+    r = results["combined-charge-under-counts"]
+    example = [w["values"] for w in r["witnesses"] if w["values"].get("first") == 17]
+    assert len(example) == 1
+    v = example[0]
+    assert (v["B"], v["W"], v["m"] * v["B"], v["slots"], v["tail"]) == (8, 12, 256, 0, 0)
+    assert (v["first"], v["extra"]) == (17, 2)
+    assert (v["combined"], v["sequential"]) == (2, 3)
+    assert (v["first_take"], v["decode_take"]) == (3, 0)
+
+
+def test_17_then_2_trace_defers_on_the_spec_and_breaks_the_combined_variant(
+    results: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    from livetail.verify.replay import main as replay
+
+    traces = [
+        t for t in results["combined-charge-under-counts"]["traces"] if "17 then 2" in t["title"]
+    ]
+    assert len(traces) == 1
+    path = write_trace(traces[0], tmp_path)
+    assert json.loads(path.read_text())["ops"] == [
+        {"op": "admit", "request": 0, "chunk": 17, "reserve": 2}
+    ]
+    assert replay([str(path), "--impl", "spec", "--quiet"]) == 0
+    assert replay([str(path), "--impl", "spec", "--quiet", "--variant", "combined-charge"]) == 1
+
+
+def test_counterexample_traces_reproduce_their_variant_and_replay_green_on_the_spec(
+    kills: dict[tuple[str, str], dict[str, Any]], tmp_path: Path
+) -> None:
+    from livetail.verify.replay import main as replay
+
+    reproduced = set()
+    for (_, variant), r in kills.items():
+        for tr in r["traces"]:
+            assert tr["variant"] == variant
+            path = write_trace(tr, tmp_path)
+            assert replay([str(path), "--impl", "spec", "--quiet"]) == 0
+            assert replay([str(path), "--impl", "spec", "--quiet", "--variant", variant]) == 1
+            reproduced.add(variant)
+    assert reproduced == set(VARIANTS)
+
+
+def test_textbook_round_up_witness_overflows_inside_the_limits(
+    results: dict[str, dict[str, Any]],
+) -> None:
+    v = results["textbook-round-up-overflows-int32"]["values"]
+    assert v["n"] - v["tail"] + v["B"] - 1 > 2**31 - 1
+    assert geo.fits_int32(v["slots"], v["tail"], v["B"], v["n"])
+    note = results["textbook-round-up-overflows-int32"]["notes"]["bv32_mirror"]
+    assert "textbook (a + B - 1) / B = -" in note
+
+
+def test_docs_list_every_theorem_in_the_registry_words() -> None:
+    text = " ".join((ROOT / "docs" / "theorems.md").read_text().split())
+    for th in THEOREMS.values():
+        assert f"`{th.name}`" in text, th.name
+        assert th.statement in text, th.name
+    assert " ".join(markdown().split()) in text
+
+
+# --- the proof machinery itself ---------------------------------------------------------------
+
+
+def _prover() -> Prover:
+    import time
+
+    return Prover(deadline=time.monotonic() + 30)
+
+
+def test_prove_with_contradictory_hypotheses_is_unknown_not_proved() -> None:
+    x = z3.Int("x")
+    p = _prover()
+    with pytest.raises(StepFailed) as e:
+        p.prove("vacuous", x == 1, [x > 2, x < 1])
+    assert e.value.verdict == "unknown"
+
+
+def test_prove_reports_a_concrete_counterexample() -> None:
+    x = z3.Int("x")
+    p = _prover()
+    with pytest.raises(StepFailed) as e:
+        p.prove("x*x != 4", x * x != 4, [x >= 0])
+    assert e.value.verdict == "counterexample"
+    assert e.value.values["x"] == 2
+
+
+def test_opaque_abstraction_falls_back_to_the_concrete_formula() -> None:
+    x = z3.Int("x")
+    p = _prover()
+    # With x*x replaced by a fresh value the claim fails; concretely it holds.
+    p.prove("x*x >= 0", x * x >= 0, [], opaque=[x * x])
+    assert [s.result for s in p.steps] == ["unknown", "proved"]
+
+
+def test_refute_that_finds_no_witness_records_proved() -> None:
+    x = z3.Int("x")
+    p = _prover()
+    assert p.refute("no witness", x >= 0, [x > 3]) is None
+    assert p.refuted is False
+
+
+def test_run_theorem_unknown_name_is_an_error_and_a_variant_is_restored() -> None:
+    with pytest.raises(KeyError):
+        run_theorem("no-such-theorem")
+    before = geo.live
+    r = run_theorem("live-tail-hole-never-read", variant="live-off-by-one", budget=30)
+    assert r["verdict"] == "counterexample"
+    assert geo.live is before
+
+
+def test_range_arith_guards_obligations_by_the_branch_that_runs() -> None:
+    tr = Tracker()
+    ar = RangeArith(tr)
+    a = ar.num(z3.Int("a"))
+    ar.cond(a > 0, lambda: ar.div(a, 2), lambda: 0)
+    kinds = [(o.kind, o.op) for o in tr.obligations]
+    assert kinds == [("divisor", "div"), ("dividend", "div"), ("range", "div")]
+    s = z3.Solver()
+    # The dividend obligation a >= 0 holds on the branch where it is computed.
+    s.add(tr.obligations[1].guard, z3.Not(tr.obligations[1].holds))
+    assert s.check() == z3.unsat
+
+
+def test_range_arith_records_every_add_sub_mul() -> None:
+    tr = Tracker()
+    ar = RangeArith(tr)
+    a, b = ar.num(z3.Int("a")), ar.num(z3.Int("b"))
+    r = 3 - (a + b) * 2
+    assert isinstance(r, Tracked)
+    assert [o.op for o in tr.obligations] == ["+", "*", "-"]
+
+
+def test_bv_arith_has_cpp_semantics() -> None:
+    bv = BVArith(32)
+
+    def val(e: Any) -> int:
+        return int(z3.simplify(e).as_signed_long())
+
+    seven, neg7, two = z3.BitVecVal(7, 32), z3.BitVecVal(-7, 32), z3.BitVecVal(2, 32)
+    assert val(bv.div(neg7, two)) == -3  # truncation, not floor
+    assert val(bv.mod(neg7, two)) == -1  # remainder has the dividend's sign (SRem)
+    assert val(bv.mod(seven, z3.BitVecVal(-2, 32))) == 1
+    assert val(bv.max(z3.BitVecVal(-1, 32), two)) == 2  # signed comparison
+
+
+def test_bit_vector_tracker_flags_a_real_wrap_and_only_that() -> None:
+    tr = Tracker(bits=64)
+    ar = RangeArith(tr)
+    a, b = z3.BitVecs("a b", 64)
+    _ = ar.num(a) + ar.num(b)
+    [ob] = tr.obligations
+    wraps = z3.Solver()
+    wraps.add(a >= 0, b >= 0, z3.Not(ob.holds))
+    assert wraps.check() == z3.sat
+    m = wraps.model()
+    assert m.eval(a).as_signed_long() + m.eval(b).as_signed_long() > 2**63 - 1
+    safe = z3.Solver()
+    safe.add(a >= 0, b >= 0, a <= 2**62 - 1, b <= 2**62, z3.Not(ob.holds))
+    assert safe.check() == z3.unsat

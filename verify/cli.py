@@ -1,0 +1,445 @@
+"""The ``livetail`` command: ``livetail verify ...`` and ``livetail replay ...``.
+
+``livetail verify`` runs every theorem (each in a fresh process, two at a time, killed on
+wall clock), the spec-against-native differential campaign, and optionally the kill table of
+the wrong spec variants; prints one table; writes a JSON report and the traces of every
+witness and counterexample; exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import runner
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+DEFAULT_EXAMPLES = 200
+QUICK_EXAMPLES = 25
+DEFAULT_REPORT = Path(".livetail") / "report.json"
+DEFAULT_TRACES = Path(".livetail") / "traces"
+DIFFERENTIAL = "differential"
+
+
+class UsageError(Exception):
+    pass
+
+
+def _verify_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="livetail verify",
+        description="Prove livetail's theorems with Z3, run the spec-against-native "
+        "differential campaign, and write a report.",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"short run for CI: {QUICK_EXAMPLES} campaign examples, no bit-vector search",
+    )
+    p.add_argument(
+        "--examples",
+        type=int,
+        metavar="N",
+        help=f"differential campaign examples (default {DEFAULT_EXAMPLES}; 0 skips it)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help=f"run only these theorems (repeat or comma-separate; '{DIFFERENTIAL}' "
+        "names the campaign); see 'livetail theorems'",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=runner.DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"wall-clock seconds per theorem (default {runner.DEFAULT_TIMEOUT:.0f})",
+    )
+    p.add_argument(
+        "--report",
+        type=Path,
+        default=DEFAULT_REPORT,
+        metavar="FILE.json",
+        help=f"where to write the JSON report (default {DEFAULT_REPORT})",
+    )
+    p.add_argument(
+        "--traces",
+        type=Path,
+        default=DEFAULT_TRACES,
+        metavar="DIR",
+        help=f"where to write witness and counterexample traces (default {DEFAULT_TRACES})",
+    )
+    p.add_argument(
+        "--mutants",
+        action="store_true",
+        help="also run every theorem against every wrong spec variant; print the kill "
+        "table; fail if a variant survives",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="z3 random_seed for the theorems and the campaign's seed (default 0)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=runner.DEFAULT_JOBS,
+        metavar="N",
+        help=f"theorem processes at a time (default {runner.DEFAULT_JOBS})",
+    )
+    return p
+
+
+def _selection(only: Sequence[str]) -> tuple[list[str], bool]:
+    """(theorem names in report order, whether the campaign runs); UsageError on bad names."""
+    from .theorems import THEOREMS
+
+    names = [n.strip() for item in only for n in item.split(",") if n.strip()]
+    if not names:
+        return list(THEOREMS), True
+    unknown = [n for n in names if n not in THEOREMS and n != DIFFERENTIAL]
+    if unknown:
+        known = ", ".join([*THEOREMS, DIFFERENTIAL])
+        raise UsageError(f"unknown theorem(s): {', '.join(unknown)}. Known: {known}")
+    return [n for n in THEOREMS if n in names], DIFFERENTIAL in names
+
+
+def _by_cost(names: Sequence[str]) -> list[str]:
+    from .theorems import THEOREMS
+
+    return sorted(names, key=lambda n: -THEOREMS[n].cost)
+
+
+def _write_traces(result: dict[str, Any], traces_dir: Path) -> list[str]:
+    from .trace import write_trace
+
+    paths = []
+    for tr in result.get("traces", []):
+        try:
+            paths.append(str(write_trace(tr, traces_dir)))
+        except Exception as e:  # a malformed trace must not hide the verdict
+            result["message"] = f"{result.get('message', '')} (trace not written: {e})".strip()
+    return paths
+
+
+def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) -> dict[str, Any]:
+    task = progress.add_task(f"differential campaign ({examples} examples)", total=examples)
+    t0 = time.monotonic()
+    try:
+        from .campaign import run_campaign
+
+        def tick(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        res = run_campaign(examples, traces_dir, seed=seed, progress=tick)
+    except Exception as e:  # the native module missing is the usual one
+        progress.update(task, visible=False)
+        return {
+            "examples": 0,
+            "failures": 1,
+            "traces": [],
+            "seconds": round(time.monotonic() - t0, 3),
+            "error": f"{type(e).__name__}: {e}",
+            "ok": False,
+        }
+    progress.update(task, completed=examples)
+    out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
+    out["ok"] = not res.get("failures")
+    return out
+
+
+def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+    from .theorems import THEOREMS
+    from .variants import VARIANTS
+
+    tasks = [(n, v) for v in VARIANTS for n in _by_cost(names)]
+    task = progress.add_task("wrong variants x theorems", total=len(tasks))
+    results = runner.run_theorems(
+        tasks,
+        seed=args.seed,
+        timeout=args.timeout,
+        jobs=args.jobs,
+        quick=args.quick,
+        on_done=lambda r: progress.advance(task),
+    )
+    matrix: dict[str, dict[str, str]] = {v: {} for v in VARIANTS}
+    traces: list[str] = []
+    for r in results:
+        matrix[r["variant"]][r["name"]] = r["verdict"]
+        if runner.killed(r):
+            traces += _write_traces(r, args.traces)
+    variants: dict[str, Any] = {}
+    ok = True
+    for v in VARIANTS:
+        killers = [n for n in names if _is_kill(matrix[v][n], THEOREMS[n].expected)]
+        expected = [n for n in names if v in THEOREMS[n].kills]
+        missed = [n for n in expected if n not in killers]
+        survived = not killers
+        ok = ok and not survived and not missed
+        variants[v] = {
+            "description": VARIANTS[v].description,
+            "killed_by": killers,
+            "expected_killers": expected,
+            "missed": missed,
+            "survived": survived,
+        }
+    return {"variants": variants, "matrix": matrix, "traces": traces, "ok": ok}
+
+
+def _is_kill(verdict: str, expected: str) -> bool:
+    return verdict != "unknown" and verdict != expected
+
+
+def _label(verdict: str) -> str:
+    return {"witness": "witness found"}.get(verdict, verdict)
+
+
+def _print_tables(console: Console, report: dict[str, Any]) -> None:
+    t = Table(title="livetail verify", title_justify="left")
+    t.add_column("property", no_wrap=True)
+    t.add_column("kind", no_wrap=True)
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("expected", no_wrap=True)
+    t.add_column("time", justify="right", no_wrap=True)
+    for r in report["theorems"]:
+        style = "green" if r["ok"] else "bold red"
+        kind = "bounded" if r["bounded"] else "z3"
+        t.add_row(
+            r["name"],
+            kind,
+            f"[{style}]{_label(r['verdict'])}[/]",
+            _label(r["expected"]),
+            f"{r['seconds']:.1f}s",
+        )
+    d = report.get("differential")
+    if d is not None and "skipped" not in d:
+        if "error" in d:
+            verdict = "[bold red]not run[/]"
+        elif d["ok"]:
+            verdict = "[green]no divergence[/]"
+        else:
+            verdict = "[bold red]divergence[/]"
+        t.add_row(
+            f"differential campaign ({d['examples']} examples)",
+            "spec/native",
+            verdict,
+            "no divergence",
+            f"{d['seconds']:.1f}s",
+        )
+    console.print(t)
+    if d is not None and "error" in d:
+        console.print(f"[bold red]differential campaign:[/] {d['error']}")
+    elif d is not None and d.get("failure"):
+        console.print(f"[bold red]differential campaign failed:[/] {d['failure']}")
+    for r in report["theorems"]:
+        if not r["ok"]:
+            console.print(
+                f"[bold red]{r['name']}[/]: {_label(r['verdict'])}, expected "
+                f"{_label(r['expected'])}. {r['message']}"
+            )
+            if r.get("values"):
+                console.print(f"  values: {r['values']}")
+    m = report.get("mutants")
+    if m is not None:
+        names = [r["name"] for r in report["theorems"]]
+        k = Table(
+            title="kill table (x: the theorem rejects the variant; ! expected to)",
+            title_justify="left",
+        )
+        k.add_column("theorem")
+        for v in m["matrix"]:
+            k.add_column(v, justify="center")
+        for n in names:
+            cells = []
+            for v in m["matrix"]:
+                verdict = m["matrix"][v].get(n, "")
+                mark = (
+                    "x"
+                    if _is_kill(
+                        verdict, next(r["expected"] for r in report["theorems"] if r["name"] == n)
+                    )
+                    else "."
+                )
+                if n in m["variants"][v]["expected_killers"]:
+                    mark = f"[green]{mark}![/]" if mark == "x" else "[bold red].![/]"
+                elif verdict == "unknown":
+                    mark = "?"
+                cells.append(mark)
+            k.add_row(n, *cells)
+        k.add_row(
+            "[bold]survives?[/]",
+            *[
+                "[bold red]SURVIVES[/]" if m["variants"][v]["survived"] else "[green]killed[/]"
+                for v in m["matrix"]
+            ],
+        )
+        console.print(k)
+
+
+def verify_main(argv: Sequence[str]) -> int:
+    args = _verify_parser().parse_args(list(argv))
+    # Logs and pipes get a table wide enough not to wrap theorem names.
+    console = Console(width=None if sys.stdout.isatty() else 150)
+    err = Console(stderr=True)
+    try:
+        names, with_campaign = _selection(args.only)
+    except UsageError as e:
+        err.print(f"livetail verify: {e}")
+        return EXIT_USAGE
+    if args.timeout <= 0 or args.jobs < 1 or (args.examples is not None and args.examples < 0):
+        err.print("livetail verify: --timeout must be > 0, --jobs >= 1, --examples >= 0")
+        return EXIT_USAGE
+    examples = args.examples
+    if examples is None:
+        examples = QUICK_EXAMPLES if args.quick else DEFAULT_EXAMPLES
+    with_campaign = with_campaign and examples > 0
+    t0 = time.monotonic()
+    report: dict[str, Any] = {
+        "seed": args.seed,
+        "quick": args.quick,
+        "timeout": args.timeout,
+        "theorems": [],
+    }
+    results: list[dict[str, Any]] = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("theorems", total=len(names))
+        running: set[str] = set()
+        lock = threading.Lock()
+
+        def started(name: str, variant: str | None) -> None:
+            with lock:
+                running.add(name)
+                progress.update(task, description=f"theorems: {', '.join(sorted(running))}")
+
+        def done(r: dict[str, Any]) -> None:
+            with lock:
+                running.discard(r["name"])
+                progress.update(
+                    task, advance=1, description=f"theorems: {', '.join(sorted(running)) or 'done'}"
+                )
+
+        def prove() -> None:
+            results.extend(
+                runner.run_theorems(
+                    [(n, None) for n in _by_cost(names)],
+                    seed=args.seed,
+                    timeout=args.timeout,
+                    jobs=args.jobs,
+                    on_start=started,
+                    on_done=done,
+                    quick=args.quick,
+                )
+            )
+
+        # The campaign runs in this process while the theorem processes run beside it.
+        worker = threading.Thread(target=prove, name="theorems")
+        worker.start()
+        if with_campaign:
+            report["differential"] = _campaign(examples, args.traces, args.seed, progress)
+        else:
+            why = "examples = 0" if examples == 0 else "not selected by --only"
+            report["differential"] = {
+                "examples": 0,
+                "failures": 0,
+                "traces": [],
+                "seconds": 0.0,
+                "skipped": why,
+                "ok": True,
+            }
+        worker.join()
+        if args.mutants:
+            report["mutants"] = _mutants(names, args, progress)
+    by_name = {r["name"]: r for r in results}
+    for n in names:
+        r = by_name[n]
+        r["ok"] = runner.passed(r)
+        r["traces"] = _write_traces(r, args.traces)
+        report["theorems"].append(r)
+    ok = all(r["ok"] for r in report["theorems"])
+    ok = ok and report.get("differential", {"ok": True})["ok"]
+    ok = ok and report.get("mutants", {"ok": True})["ok"]
+    report["ok"] = ok
+    report["seconds"] = round(time.monotonic() - t0, 3)
+    _print_tables(console, report)
+    try:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    except OSError as e:
+        err.print(f"livetail verify: cannot write the report {args.report}: {e}")
+        return EXIT_FAILED
+    console.print(
+        f"{'[green]all checks passed' if ok else '[bold red]FAILED'}[/] in "
+        f"{report['seconds']:.1f}s; report {args.report}, traces {args.traces}"
+    )
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def theorems_main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="livetail theorems", description="List the theorems livetail verify proves."
+    )
+    p.add_argument("--markdown", action="store_true", help="print docs/theorems.md's list")
+    args = p.parse_args(list(argv))
+    from .theorems import THEOREMS, markdown
+
+    if args.markdown:
+        sys.stdout.write(markdown())
+        return EXIT_OK
+    for th in THEOREMS.values():
+        kind = "bounded" if th.bounded else "z3"
+        print(f"{th.name:48s} {kind:8s} expected {th.expected}")
+    return EXIT_OK
+
+
+USAGE = """usage: livetail {verify,replay,theorems} ...
+
+  livetail verify   prove the theorems, run the differential campaign, write a report
+  livetail replay   re-run a trace on the spec and the native module, step by step
+  livetail theorems list the theorems (--markdown for docs/theorems.md)
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``livetail`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return EXIT_OK if args else EXIT_USAGE
+    command, rest = args[0], args[1:]
+    if command == "verify":
+        return verify_main(rest)
+    if command == "replay":
+        try:
+            from .replay import main as replay_main
+        except ImportError as e:
+            print(f"livetail replay: unavailable ({e})", file=sys.stderr)
+            return EXIT_USAGE
+        return int(replay_main(rest))
+    if command == "theorems":
+        return theorems_main(rest)
+    sys.stderr.write(f"livetail: unknown command {command!r}\n{USAGE}")
+    return EXIT_USAGE

@@ -1,0 +1,298 @@
+"""The small proof language the theorems are written in.
+
+A theorem's ``check`` function is a script of steps run by a ``Prover``:
+
+- ``prove(name, claim, hyps)``: Z3 must show ``hyps => claim`` for every value of the free
+  symbols (unsat of ``hyps and not claim``).  A model is a *counterexample*.  Before that,
+  the prover checks that ``hyps`` are satisfiable, so a step can never pass vacuously.
+- ``refute(name, claim, hyps)``: the same query, for a claim the theorem expects to be
+  *false*; a model is the expected *witness*, and "no model" means the claim was proved.
+- ``exhaust(name, search)``: a bounded theorem runs the spec's own classes over every
+  small configuration; ``search`` returns the first failing configuration, or None.
+
+Induction is done by hand (a base and a step, each its own query) and universally proved
+lemmas are re-used by instantiating them on concrete terms (``lemma`` returns a function
+that builds instances), as ``docs/theorems.md`` explains.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3  # type: ignore[import-untyped]
+
+Values = dict[str, Any]
+
+SMALL = 64
+"""Bound of the quick concrete search after an abstraction gave a spurious model."""
+SMALL_SEARCH_SECONDS = 5.0
+
+
+class StepFailed(Exception):
+    """A step ended the theorem: counterexample, unknown (incl. Z3 timeout), or vacuous."""
+
+    def __init__(self, verdict: str, step: str, message: str, values: Values | None = None):
+        super().__init__(message)
+        self.verdict = verdict
+        self.step = step
+        self.message = message
+        self.values = values or {}
+
+
+@dataclass
+class Step:
+    name: str
+    result: str  # proved, proved-bounded, witness, counterexample, unknown, reported
+    seconds: float
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "result": self.result,
+            "seconds": round(self.seconds, 3),
+        }
+        if self.detail:
+            d["detail"] = self.detail
+        return d
+
+
+@dataclass
+class Prover:
+    """Runs a theorem's steps within a time budget (the runner also kills on wall clock)."""
+
+    deadline: float  # time.monotonic() value after which steps are not started
+    step_timeout: float = 60.0
+    quick: bool = False  # livetail verify --quick: skip optional searches (never a proof)
+    steps: list[Step] = field(default_factory=list)
+    witness: Values | None = None  # the model of the last successful refute step
+    witnesses: list[tuple[str, Values]] = field(default_factory=list)
+    refuted: bool | None = None  # None: no refute step; True: all found; False: one proved
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    # -- solver plumbing ------------------------------------------------------------------
+
+    def _solver(self) -> z3.Solver:
+        s = z3.Solver()
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise StepFailed("unknown", "(budget)", "time budget exhausted before this step")
+        s.set("timeout", int(1000 * max(0.05, min(self.step_timeout, remaining))))
+        return s
+
+    def _check(self, hyps: Sequence[Any], goal: Any) -> tuple[Any, z3.Solver]:
+        s = self._solver()
+        s.add(*hyps)
+        s.add(goal)
+        return s.check(), s
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def prove(
+        self,
+        name: str,
+        claim: Any,
+        hyps: Sequence[Any] = (),
+        show: Mapping[str, Any] | None = None,
+        opaque: Sequence[Any] = (),
+    ) -> None:
+        """Prove ``hyps => claim`` for all values of the free symbols; raise on failure.
+
+        ``opaque`` terms are replaced by fresh constants everywhere first: the step is then
+        proved for *every* value of those subterms, which is stronger and keeps Z3 from
+        unfolding closed forms the argument does not need to look inside.
+        """
+        t0 = time.monotonic()
+        original = (claim, list(hyps))
+        if opaque:
+            claim, hyps = abstract(claim, hyps, opaque)
+        r, _ = self._check(hyps, z3.BoolVal(True))
+        if r == z3.unsat:
+            self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
+            raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
+        r, s = self._check(hyps, z3.Not(claim))
+        dt = time.monotonic() - t0
+        if r == z3.unsat:
+            self.steps.append(Step(name, "proved", dt))
+            return
+        if r == z3.sat:
+            values = model_values(s.model(), show)
+            if not confirmed(s.model(), *original):
+                if not opaque:
+                    self.steps.append(Step(name, "unknown", dt, "unconfirmed: " + render(values)))
+                    raise StepFailed("unknown", name, f"{name}: model not confirmed", values)
+                # The abstraction was too coarse: look for a small concrete counterexample,
+                # then decide the concrete formula itself.
+                self.steps.append(Step(name + " (abstracted)", "unknown", dt, "spurious model"))
+                self._small_counterexample(name, original[0], original[1], show)
+                return self.prove(name, original[0], original[1], show)
+            self.steps.append(Step(name, "counterexample", dt, render(values)))
+            raise StepFailed("counterexample", name, f"{name}: counterexample", values)
+        why = s.reason_unknown()
+        self.steps.append(Step(name, "unknown", dt, why))
+        raise StepFailed("unknown", name, f"{name}: z3 returned unknown ({why})")
+
+    def _small_counterexample(
+        self, name: str, claim: Any, hyps: Sequence[Any], show: Mapping[str, Any] | None
+    ) -> None:
+        """Search every Int symbol in [-SMALL, SMALL] briefly; raise on a confirmed model."""
+        t0 = time.monotonic()
+        formula = z3.And(*hyps, z3.Not(claim))
+        box = [
+            z3.And(v >= -SMALL, v <= SMALL)
+            for v in free_constants(formula)
+            if v.sort() == z3.IntSort()
+        ]
+        s = self._solver()
+        s.set("timeout", int(1000 * max(0.05, min(SMALL_SEARCH_SECONDS, self.deadline - t0))))
+        s.add(formula, *box)
+        if s.check() == z3.sat and confirmed(s.model(), claim, hyps):
+            values = model_values(s.model(), show)
+            dt = time.monotonic() - t0
+            self.steps.append(Step(name, "counterexample", dt, render(values)))
+            raise StepFailed("counterexample", name, f"{name}: counterexample", values)
+
+    def refute(
+        self,
+        name: str,
+        claim: Any,
+        hyps: Sequence[Any] = (),
+        show: Mapping[str, Any] | None = None,
+    ) -> Values | None:
+        """Look for values where ``hyps`` hold and ``claim`` fails (the expected witness)."""
+        t0 = time.monotonic()
+        r, s = self._check(hyps, z3.Not(claim))
+        dt = time.monotonic() - t0
+        if r == z3.sat:
+            values = model_values(s.model(), show)
+            if not confirmed(s.model(), claim, list(hyps)):
+                self.steps.append(Step(name, "unknown", dt, "spurious: " + render(values)))
+                raise StepFailed("unknown", name, f"{name}: witness not confirmed", values)
+            self.steps.append(Step(name, "witness", dt, render(values)))
+            self.witness = values
+            self.witnesses.append((name, values))
+            if self.refuted is None:
+                self.refuted = True
+            return values
+        if r == z3.unsat:
+            self.steps.append(Step(name, "proved", dt, "no witness exists"))
+            self.refuted = False
+            return None
+        why = s.reason_unknown()
+        self.steps.append(Step(name, "unknown", dt, why))
+        raise StepFailed("unknown", name, f"{name}: z3 returned unknown ({why})")
+
+    def exhaust(self, name: str, search: Callable[[], tuple[int, Values | None]]) -> None:
+        """Run a bounded search; ``search`` returns (cases checked, first failure or None)."""
+        t0 = time.monotonic()
+        cases, failure = search()
+        dt = time.monotonic() - t0
+        if failure is None:
+            self.steps.append(Step(name, "proved-bounded", dt, f"{cases} cases"))
+            return
+        self.steps.append(Step(name, "counterexample", dt, render(failure)))
+        raise StepFailed("counterexample", name, f"{name}: counterexample", failure)
+
+    def lemma(
+        self,
+        name: str,
+        build: Callable[..., tuple[Any, ...]],
+        arity: int,
+        opaque: Callable[..., Sequence[Any]] | None = None,
+    ) -> Callable[..., Any]:
+        """Prove ``forall xs. hyps(xs) => claim(xs)`` over fresh Ints; return an instantiator.
+
+        ``build(*xs)`` returns ``(hyps, claim)`` or ``(hyps, claim, facts)``, where ``facts``
+        are instances of lemmas proved earlier: used by this proof, but true for every value,
+        so an instance of this lemma does not have to re-establish them.  The instantiator,
+        applied to terms, returns ``Implies(And(hyps), claim)`` on those terms: a fact that may
+        be added to later queries because the lemma holds for every value of every symbol.
+        """
+        prefix = "".join(c if c.isalnum() else "_" for c in name.split(":")[0])
+        xs = [z3.Int(f"{prefix}_{i}") for i in range(arity)]
+        built = build(*xs)
+        hyps, claim = built[0], built[1]
+        facts = built[2] if len(built) > 2 else []
+        self.prove(name, claim, [*hyps, *facts], opaque=opaque(*xs) if opaque else ())
+
+        def instance(*terms: Any) -> Any:
+            h, c = build(*terms)[:2]
+            return z3.Implies(z3.And(*h), c) if h else c
+
+        return instance
+
+    def note(self, key: str, value: Any) -> None:
+        """Extra information for the report (e.g. which obligations also fit int32)."""
+        self.notes[key] = value
+
+
+def abstract(claim: Any, hyps: Sequence[Any], terms: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """Replace each of ``terms`` by a fresh constant of its sort in ``claim`` and ``hyps``."""
+    pairs = [(t, z3.FreshConst(t.sort(), "opaque")) for t in terms]
+    return z3.substitute(claim, *pairs), [z3.substitute(h, *pairs) for h in hyps]
+
+
+def free_constants(e: Any) -> list[Any]:
+    """The uninterpreted constants (the symbols) of a formula, each once."""
+    seen: set[int] = set()
+    out: dict[int, Any] = {}
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        i = x.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[i] = x
+        else:
+            stack.extend(x.children())
+    return list(out.values())
+
+
+def confirmed(model: z3.ModelRef, claim: Any, hyps: Sequence[Any]) -> bool:
+    """Do the model's values of the formula's own symbols make hyps true and claim false?
+
+    Evaluated by substituting numerals and simplifying (no solver), so a counterexample or
+    witness is checked on the concrete formula, not on an abstraction of it.
+    """
+    formula = z3.And(*hyps, z3.Not(claim))
+    consts = free_constants(formula)
+    pairs = [(c, model.eval(c, model_completion=True)) for c in consts]
+    value = z3.simplify(z3.substitute(formula, *pairs) if pairs else formula)
+    return bool(z3.is_true(value))
+
+
+def model_values(model: z3.ModelRef, show: Mapping[str, Any] | None) -> Values:
+    """Every 0-ary symbol of the model, plus the named ``show`` terms evaluated in it."""
+    out: Values = {}
+    for d in model.decls():
+        if d.arity() != 0:
+            continue
+        v = model[d]
+        out[d.name()] = as_python(v)
+    for k, term in (show or {}).items():
+        if isinstance(term, (int, bool, str)):
+            out[k] = term
+        else:
+            out[k] = as_python(model.eval(term, model_completion=True))
+    return dict(sorted(out.items()))
+
+
+def as_python(v: Any) -> Any:
+    if z3.is_int_value(v):
+        return v.as_long()
+    if z3.is_bv_value(v):
+        return v.as_signed_long()
+    if z3.is_true(v):
+        return True
+    if z3.is_false(v):
+        return False
+    return str(v)
+
+
+def render(values: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())

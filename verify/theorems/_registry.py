@@ -1,0 +1,67 @@
+"""Theorems as data: name, plain-words statement, formula script, expected verdict, kills."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ._prover import Prover, Values
+
+EXPECTED = ("proved", "witness")
+VERDICTS = ("proved", "witness", "counterexample", "unknown")
+
+# (verdict, [(step name, values)], variant) -> trace dicts ready for ``trace.write_trace``
+TraceBuilder = Callable[[str, Sequence[tuple[str, Values]], Optional[str]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Theorem:
+    name: str
+    statement: str  # plain words, README-ready; says "bounded" and the bounds where it is
+    guarantee: str  # what it guarantees an engine
+    check: Callable[[Prover], None]
+    expected: str = "proved"
+    kills: tuple[str, ...] = ()  # variants of verify/variants.py it must reject
+    bounded: bool = False  # exhaustive over small configurations instead of unbounded
+    trace: TraceBuilder | None = None
+    cost: float = 1.0  # rough seconds, so the runner can start the longest first
+
+    def __post_init__(self) -> None:
+        if self.expected not in EXPECTED:
+            raise ValueError(f"{self.name}: expected must be one of {EXPECTED}")
+
+
+THEOREMS: dict[str, Theorem] = {}
+
+
+def theorem(
+    name: str,
+    statement: str,
+    guarantee: str,
+    *,
+    expected: str = "proved",
+    kills: Sequence[str] = (),
+    bounded: bool = False,
+    trace: TraceBuilder | None = None,
+    cost: float = 1.0,
+) -> Callable[[Callable[[Prover], None]], Callable[[Prover], None]]:
+    """Register ``check`` as a theorem (module import order is report order)."""
+
+    def register(check: Callable[[Prover], None]) -> Callable[[Prover], None]:
+        if name in THEOREMS:
+            raise ValueError(f"duplicate theorem name {name!r}")
+        THEOREMS[name] = Theorem(
+            name=name,
+            statement=" ".join(statement.split()),
+            guarantee=" ".join(guarantee.split()),
+            check=check,
+            expected=expected,
+            kills=tuple(kills),
+            bounded=bounded,
+            trace=trace,
+            cost=cost,
+        )
+        return check
+
+    return register

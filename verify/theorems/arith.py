@@ -1,0 +1,516 @@
+"""Section 7.7: no overflow in the native arithmetic inside the limits the module enforces.
+
+``native/include/livetail/geometry.h`` mirrors ``spec/geometry.py`` expression for
+expression with ``int64_t`` intermediates.  Each public entry point's expression tree is
+evaluated on ``Tracked`` numbers (``verify/z3arith.py``): every ``+ - * div mod`` result is
+an obligation "fits the machine integer" guarded by its branch condition, plus "divisor >= 1"
+and "dividend >= 0" for every division (where C++'s ``/``, ``%`` and the shift/mask fast
+path for powers of two agree with floor division).  Obligations are proved in Int-range form
+(unbounded Ints with explicit bounds), which Z3 decides; a signed 64-bit bit-vector mirror
+(``bvsdiv``, ``SRem``) is run as a counterexample search alongside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import z3  # type: ignore[import-untyped]
+from livetail.spec import geometry as geo
+
+from ..z3arith import Z3, BVArith, Obligation, RangeArith, Tracked, Tracker
+from ._common import Geometry, count_bounds_lemma, needed_bounds_lemma
+from ._prover import Prover, Step, StepFailed, model_values
+from ._registry import theorem
+
+I32 = 2**31 - 1
+I64 = 2**63 - 1
+BV64_BUDGET = 6.0
+"""Seconds the bit-vector mirror may search for a wrap (Int-range form gives the verdict)."""
+RANGES = {"int64": (-(2**63), I64), "int32": (-(2**31), I32)}
+
+
+@dataclass
+class Inputs:
+    """Symbolic inputs of every public entry point, and the limits the module enforces."""
+
+    B: Any
+    W: Any
+    A: Any
+    slots: Any
+    tail: Any
+    n: Any
+    first: Any
+    extra: Any
+    f: Any
+    s: Any
+    hyps: list[Any]
+    label: str
+    m: Any = None
+    geo_hyps: tuple[Any, ...] = ()  # the geometry's own limits (B, W, m)
+
+
+def inputs(live: bool, count_max: int, bits: int | None = None) -> Inputs:
+    """B, W in [1, 2^31-1]; A = 0 or m*B <= 2^31-1; slots*B <= 2^31-1; tail in [0, B-1]
+    (0 when empty); counts in [0, count_max]; frontier in [0, extent]."""
+
+    def var(name: str) -> Any:
+        return z3.Int(name) if bits is None else z3.BitVec(name, bits)
+
+    B, W, m, slots, tail, n, first, extra, f, s = (
+        var(x) for x in ["B", "W", "m", "slots", "tail", "n", "first", "extra", "f", "s"]
+    )
+    hyps = [B >= 1, B <= I32, W >= 1, W <= I32, slots >= 0, tail >= 0, tail <= B - 1]
+    hyps += [z3.Implies(slots == 0, tail == 0), n >= 0, first >= 0, extra >= 0, f >= 0]
+    hyps += [n <= count_max, first <= count_max, extra <= count_max]
+    if bits is None:
+        hyps.append(slots * B <= I32)
+        hyps.append(f <= slots * B - tail)
+    else:
+        # slots <= I32 / B, written without a wrapping product.
+        hyps.append(slots <= z3.BitVecVal(I32, bits) / B)
+        hyps.append(f <= slots * B - tail)
+    A: Any = 0
+    geo_hyps = [B >= 1, B <= I32, W >= 1, W <= I32]
+    if live:
+        more = [m >= 1, m <= I32] + ([m * B <= I32] if bits is None else [m <= I32 / B])
+        hyps += more
+        geo_hyps += more
+        A = m * B
+    return Inputs(
+        B,
+        W,
+        A,
+        slots,
+        tail,
+        n,
+        first,
+        extra,
+        f,
+        s,
+        hyps,
+        "A = m*B" if live else "A = 0",
+        m if live else z3.IntVal(1),
+        tuple(geo_hyps),
+    )
+
+
+def _bare(hyps: list[Any]) -> Inputs:
+    """Inputs holding only hypotheses (for a standalone obligation check)."""
+    return Inputs(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, hyps, "ceil_div")
+
+
+def plain(x: Any) -> Any:
+    return x.t if isinstance(x, Tracked) else x
+
+
+def entry_points(inp: Inputs, tr: Tracker, pa: Any = Z3) -> None:
+    """Evaluate every public expression tree on tracked inputs.
+
+    Preconditions (the checks managers.h runs first) are pushed as path conditions, so an
+    obligation is only required where the native code actually computes it.
+    """
+    ar = RangeArith(tr)
+    B, W, slots, tail = (ar.num(x) for x in (inp.B, inp.W, inp.slots, inp.tail))
+    n, first, extra, f, s = (ar.num(x) for x in (inp.n, inp.first, inp.extra, inp.f, inp.s))
+    A = inp.A if isinstance(inp.A, int) else Tracked(inp.A, tr)  # an input, not computed
+
+    def fits(sl: Any, tl: Any, k: Any) -> Any:
+        return geo.fits_int32(sl, tl, inp.B, k, pa)
+
+    def under(label: str, conds: list[Any], run: Callable[[], Any]) -> None:
+        tr.label = label
+        tr.path.extend(conds)
+        try:
+            run()
+        finally:
+            del tr.path[len(tr.path) - len(conds) :]
+
+    under("fits_int32(slots, tail, B, n)", [], lambda: geo.fits_int32(slots, tail, B, n, ar))
+    fit_n = fits(inp.slots, inp.tail, inp.n)
+    under("extent(slots, tail, B)", [], lambda: geo.extent(slots, tail, B))
+    under("resume_pages(W, B)", [], lambda: geo.resume_pages(W, B, ar))
+    under("new_slots(tail, B, n)", [fit_n], lambda: geo.new_slots(tail, B, n, ar))
+    under("tail_after(tail, B, n)", [fit_n], lambda: geo.tail_after(tail, B, n, ar))
+    under(
+        "blocks_needed(slots, tail, n, W, B, A)",
+        [fit_n],
+        lambda: geo.blocks_needed(slots, tail, n, W, B, A, ar),
+    )
+    # acquire's slot walk: live(s, extent + n) for every new slot s.
+    new = geo.new_slots(inp.tail, inp.B, inp.n, pa)
+    in_walk = [fit_n, inp.n > inp.tail, inp.s >= inp.slots, inp.s < inp.slots + new]
+    under(
+        "acquire: live(s, extent + n) over the new slots",
+        in_walk,
+        lambda: geo.live(s, geo.extent(slots, tail, B) + n, W, B, A, ar),
+    )
+    # The sequential query checks both acquires' shapes first (managers.h).
+    s1 = inp.slots + geo.new_slots(inp.tail, inp.B, inp.first, pa)
+    t1 = geo.tail_after(inp.tail, inp.B, inp.first, pa)
+    fit_first = fits(inp.slots, inp.tail, inp.first)
+    under(
+        "fits_int32(shape after first, extra)",
+        [fit_first],
+        lambda: geo.fits_int32(
+            slots + geo.new_slots(tail, B, first, ar),
+            geo.tail_after(tail, B, first, ar),
+            B,
+            extra,
+            ar,
+        ),
+    )
+    under(
+        "blocks_needed_sequential(slots, tail, first, extra, W, B, A)",
+        [fit_first, fits(s1, t1, inp.extra)],
+        lambda: geo.blocks_needed_sequential(slots, tail, first, extra, W, B, A, ar),
+    )
+    under("reclaim_bound(f, slots, W, B)", [], lambda: geo.reclaim_bound(f, slots, W, B, ar))
+
+
+def _holds(ob: Obligation, width: str) -> Any:
+    if ob.holds is not None:
+        return ob.holds
+    lo, hi = RANGES[width]
+    return z3.And(ob.value >= lo, ob.value <= hi)
+
+
+def check_obligations(
+    p: Prover,
+    inp: Inputs,
+    obligations: list[Obligation],
+    width: str,
+    facts: Sequence[Any] = (),
+) -> None:
+    """Prove each obligation at `width`, one query each; raise on the first that fails."""
+    counters: dict[str, int] = {}
+    for ob in obligations:
+        i = counters[ob.label] = counters.get(ob.label, -1) + 1
+        s = p._solver()
+        s.add(*inp.hyps, *facts, ob.guard, z3.Not(_holds(ob, width)))
+        r = s.check()
+        if r == z3.unsat:
+            continue
+        what = f"{ob.label}: {ob.kind} of '{ob.op}' #{i}"
+        step = f"{width} [{inp.label}] {what}"
+        p.steps.append(Step(step, "counterexample" if r == z3.sat else "unknown", 0.0))
+        if r == z3.sat:
+            values = model_values(s.model(), {"value": ob.value})
+            raise StepFailed("counterexample", step, f"{what} does not fit {width}", values)
+        raise StepFailed("unknown", step, f"{what}: z3 returned {r}")
+
+
+# --- contracts: compositional range proofs -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Contract:
+    """A geometry function proved once on fresh arguments, then used by its callers.
+
+    ``k`` leading arguments are the function's own (the rest are the geometry W, B, A and the
+    arith).  Callers must establish ``pre`` (a recorded obligation); in return they get the
+    result term (evaluated with plain Z3 arithmetic) and the fact ``post``.
+    """
+
+    fn: str
+    k: int
+    pre: Callable[..., list[Any]]
+    post: Callable[..., Any]  # (result, *args) -> z3 Bool, proved or cited
+
+
+class Contracts:
+    """Patch the contracted geometry functions while a RangeArith evaluation runs."""
+
+    def __init__(self, contracts: Sequence[Contract]) -> None:
+        self.contracts = list(contracts)
+        self.originals: dict[str, Callable[..., Any]] = {}
+
+    def __enter__(self) -> Contracts:
+        for c in self.contracts:
+            original = getattr(geo, c.fn)
+            self.originals[c.fn] = original
+            setattr(geo, c.fn, self._wrapper(c, original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, fn in self.originals.items():
+            setattr(geo, name, fn)
+
+    def _wrapper(self, c: Contract, original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            ar = args[-1] if args else None
+            if not isinstance(ar, RangeArith):
+                return original(*args)
+            tr = ar.tr
+            terms = [plain(a) for a in args[:-1]]
+            own = terms[: c.k]
+            pre = c.pre(*own)
+            tr.add("pre", c.fn, z3.BoolVal(True), z3.And(*pre))
+            result = original(*terms, Z3)
+            tr.facts.append(z3.Implies(z3.And(*pre), c.post(result, *own)))
+            return Tracked(result, tr)
+
+        return call
+
+
+def contracts(inp: Inputs, lim: int) -> list[Contract]:
+    """The contracts of the inner closed forms, for counts up to `lim`."""
+    B = inp.B
+    return [
+        Contract(
+            "resume_count_below",
+            3,
+            lambda x, m, kept: [x >= 0, x <= lim, m >= 1, m <= lim, kept >= 0, kept <= m],
+            lambda r, x, m, kept: z3.And(r >= 0, r <= x),
+        ),
+        Contract(
+            "live_count",
+            3,
+            lambda first, new, f: [first >= 0, new >= 0, f >= 0, first + new <= lim, f <= lim],
+            lambda r, first, new, f: z3.And(r >= 0, r <= new),
+        ),
+        Contract(
+            "blocks_needed",
+            3,
+            lambda slots, tail, n: [
+                slots >= 0,
+                tail >= 0,
+                tail <= B - 1,
+                z3.Implies(slots == 0, tail == 0),
+                slots * B <= I32,
+                n >= 0,
+                n <= lim,
+                geo.fits_int32(slots, tail, B, n, Z3),
+            ],
+            lambda r, slots, tail, n: z3.And(r >= 0, r <= geo.new_slots(tail, B, n, Z3)),
+        ),
+    ]
+
+
+def _check(
+    p: Prover, inp: Inputs, tr: Tracker, width: str, what: str, extra: Sequence[Any] = ()
+) -> None:
+    t0 = time.monotonic()
+    check_obligations(p, inp, tr.obligations, width, facts=[*tr.facts, *extra])
+    p.steps.append(
+        Step(
+            f"[{inp.label}] {what}: {len(tr.obligations)} obligations fit {width}",
+            "proved",
+            time.monotonic() - t0,
+        )
+    )
+
+
+def fits_facts(p: Prover, inp: Inputs) -> list[Any]:
+    """What a passed fits_int32 check guarantees, proved once and reused as facts."""
+    B = inp.B
+    fit_first = geo.fits_int32(inp.slots, inp.tail, B, inp.first, Z3)
+    out = []
+    for k, what in ((inp.n, "n"), (inp.first, "first")):
+        new = geo.new_slots(inp.tail, B, k, Z3)
+        fact = z3.Implies(
+            geo.fits_int32(inp.slots, inp.tail, B, k, Z3),
+            z3.And(
+                new >= 0,
+                inp.slots + new <= I32,
+                (inp.slots + new) * B <= I32,
+                geo.extent(inp.slots, inp.tail, B) + k <= I32,
+            ),
+        )
+        p.prove(
+            f"[{inp.label}] fits_int32(slots, tail, B, {what}) bounds the new shape", fact, inp.hyps
+        )
+        out.append(fact)
+    s1 = inp.slots + geo.new_slots(inp.tail, B, inp.first, Z3)
+    t1 = geo.tail_after(inp.tail, B, inp.first, Z3)
+    new2 = geo.new_slots(t1, B, inp.extra, Z3)
+    fact = z3.Implies(
+        z3.And(fit_first, geo.fits_int32(s1, t1, B, inp.extra, Z3)),
+        z3.And(
+            t1 >= 0,
+            t1 <= B - 1,
+            new2 >= 0,
+            s1 + new2 <= I32,
+            geo.extent(s1, t1, B) + inp.extra <= I32,
+        ),
+    )
+    p.prove(f"[{inp.label}] both fits checks bound the shape after first and extra", fact, inp.hyps)
+    out.append(fact)
+    return out
+
+
+def range_proof(p: Prover, live: bool, lim: int, width: str) -> None:
+    """Contracts first (inner functions on fresh arguments), then every entry point."""
+    inp = inputs(live, lim)
+    kind = "live" if live else "sliding"
+    g = Geometry(inp.B, inp.W, inp.A, inp.m, tuple(inp.geo_hyps), inp.label, kind)
+    count_bounds = count_bounds_lemma(p, g)
+    # Posts of these two contracts are the induction lemmas' conclusions.
+    cited = {"live_count": count_bounds, "blocks_needed": needed_bounds_lemma(p, g, count_bounds)}
+    cs = contracts(inp, lim)
+    for i, c in enumerate(cs):
+        # The function's body on fresh arguments, with the contracts before it in force.
+        xs = [z3.Int(f"{c.fn}_{j}") for j in range(c.k)]
+        tr = Tracker(label=f"{c.fn} (contract)")
+        ar = RangeArith(tr)
+        tr.path.extend(c.pre(*xs))
+        geo_args = []
+        if c.fn != "resume_count_below":
+            A = inp.A if isinstance(inp.A, int) else Tracked(inp.A, tr)
+            geo_args = [ar.num(inp.W), ar.num(inp.B), A]
+        with Contracts(cs[:i]):
+            result = getattr(geo, c.fn)(*[ar.num(x) for x in xs], *geo_args, ar)
+        _check(p, inp, tr, width, f"contract body of {c.fn}")
+        post = c.post(plain(result), *xs)
+        facts = [cited[c.fn](*xs)] if c.fn in cited else []
+        p.prove(f"[{inp.label}] contract post of {c.fn}", post, [*inp.hyps, *c.pre(*xs), *facts])
+    tr = Tracker()
+    with Contracts(cs):
+        entry_points(inp, tr)
+    _check(p, inp, tr, width, "entry points", fits_facts(p, inp))
+
+
+@theorem(
+    "native-arithmetic-fits-int64",
+    """Inside the limits the native module enforces (B, W in [1, 2^31-1]; A = 0 or a multiple
+    m*B <= 2^31-1; a table with slots*B <= 2^31-1 and tail room in [0, B-1]; every count in
+    [0, 2^63-1], as an int64 parameter holds; a frontier in [0, extent]; a query's or
+    acquire's arithmetic evaluated only after its fits_int32 checks passed, as managers.h
+    does), every intermediate value of every public closed form (fits_int32, extent,
+    resume_pages, new_slots, tail_after, blocks_needed, blocks_needed_sequential and its
+    second fits check, acquire's live(s, f) walk, reclaim_bound) fits int64, every divisor is
+    >= 1 and every dividend >= 0. Unbounded, in Int-range form, branch by branch, proved
+    compositionally (resume_count_below, live_count and blocks_needed each proved once on
+    fresh arguments, with a contract their callers must meet).""",
+    """The C++ arithmetic cannot overflow for any input the binding accepts: a malformed or
+    huge count is rejected by a comparison, never wrapped into a wrong page count.""",
+    cost=16,
+)
+def native_arithmetic_int64(p: Prover) -> None:
+    for live in (True, False):
+        range_proof(p, live, I64, "int64")
+    if p.quick:
+        p.note("bv64_mirror", "skipped (--quick)")
+    else:
+        p.note("bv64_mirror", bv64_search(p, BV64_BUDGET))
+
+
+@theorem(
+    "closed-forms-fit-int32",
+    """With every count at most 2^31-1 (and the same table and geometry limits as
+    native-arithmetic-fits-int64), every intermediate of every public closed form fits int32
+    (divisors >= 1, dividends >= 0), including geo.ceil_div(a, b) = a div b + [a mod b > 0],
+    which equals ceil(a/b) (b*(q-1) < a <= b*q) for all a in [0, 2^31-1], b in
+    [1, 2^31-1]. Unbounded, in Int-range form, proved compositionally as above.""",
+    """A 32-bit port of the closed forms is safe once counts are limited to int32: the
+    round-up never forms a + b - 1.""",
+    cost=9,
+)
+def closed_forms_int32(p: Prover) -> None:
+    a, b = z3.Ints("a b")
+    tr = Tracker(label="ceil_div(a, b)")
+    ar = RangeArith(tr)
+    q = geo.ceil_div(ar.num(a), ar.num(b), ar)
+    dom = [a >= 0, a <= I32, b >= 1, b <= I32]
+    check_obligations(p, _bare(dom), tr.obligations, "int32")
+    p.prove("ceil_div(a, b) = ceil(a / b)", z3.And(b * (plain(q) - 1) < a, a <= b * plain(q)), dom)
+    for live in (True, False):
+        range_proof(p, live, I32, "int32")
+
+
+def _textbook_ceil(a: Any, b: Any, ar: Any) -> Any:
+    return ar.div(a + b - 1, b)
+
+
+@theorem(
+    "textbook-round-up-overflows-int32",
+    """The textbook round-up (a + B - 1) / B is not safe in int32 inside those same limits
+    (counts <= 2^31-1, a table that fits after the acquire): for new_slots = ceil((n - tail) /
+    B), Z3 finds B, tail and n where the intermediate n - tail + B exceeds 2^31-1, and, in a
+    32-bit bit-vector mirror of C++ (wrapping, truncating division), inputs where the
+    textbook form returns a different, negative slot count than geo.ceil_div (e.g. B = 3,
+    n = 2^31 - 2). This is why geometry.py rounds up as a div B + [a mod B > 0] (proved safe
+    by closed-forms-fit-int32).""",
+    """Documents the overflow livetail avoids; an engine porting the closed forms must not
+    "simplify" the round-up back to the textbook form in 32 bits.""",
+    expected="witness",
+)
+def textbook_round_up(p: Prover) -> None:
+    inp = inputs(False, I32)
+    tr = Tracker(label="textbook new_slots")
+    ar = RangeArith(tr)
+    n, tail, B = ar.num(inp.n), ar.num(inp.tail), ar.num(inp.B)
+    ar.cond(n > tail, lambda: _textbook_ceil(n - tail, B, ar), lambda: 0)
+    fit = geo.fits_int32(inp.slots, inp.tail, inp.B, inp.n, Z3)
+    ranges = [z3.Implies(ob.guard, _holds(ob, "int32")) for ob in tr.obligations]
+    p.refute(
+        "Int-range: every intermediate of (n - tail + B - 1) / B fits int32",
+        z3.And(*ranges),
+        [*inp.hyps, fit],
+        show={"n_minus_tail_plus_B": inp.n - inp.tail + inp.B},
+    )
+    a = inp.n - inp.tail
+    found = p.refute(
+        "Int-range: n - tail + B - 1 itself fits int32",
+        z3.Implies(inp.n > inp.tail, a + inp.B - 1 <= I32),
+        [*inp.hyps, fit, inp.B <= 8],
+        show={"n_minus_tail_plus_B_minus_1": a + inp.B - 1},
+    )
+    if found:
+        # The same inputs in a 32-bit bit-vector mirror of C++ (wrapping, truncating /).
+        bv = BVArith(32)
+        av = z3.BitVecVal(found["n"] - found["tail"], 32)
+        bb = z3.BitVecVal(found["B"], 32)
+        textbook = z3.simplify(_textbook_ceil(av, bb, bv)).as_signed_long()
+        correct = z3.simplify(geo.ceil_div(av, bb, bv)).as_signed_long()
+        exact = -(-(found["n"] - found["tail"]) // found["B"])
+        p.note(
+            "bv32_mirror",
+            f"B = {found['B']}, n - tail = {found['n'] - found['tail']}: textbook "
+            f"(a + B - 1) / B = {textbook}, geo.ceil_div = {correct}, ceil(a / B) = {exact}",
+        )
+        if textbook == exact or correct != exact:
+            raise StepFailed(
+                "unknown", "BV32 mirror", "the BV32 mirror does not confirm the witness"
+            )
+
+
+def bv64_search(p: Prover, budget: float) -> str:
+    """The entry points in a signed 64-bit bit-vector mirror, as a counterexample search.
+
+    One query per geometry case asks for inputs inside the limits where *some* operation
+    wraps (BVAdd/Sub/MulNoOverflow, divisor >= 1, dividend >= 0 on the branch that runs); a
+    model would be a real C++ overflow.  Bit-blasted 64-bit division rarely proves within
+    seconds, so "no wrap found in the budget" is reported, not treated as a proof: the
+    verdict is the Int-range proof's.
+    """
+    t0 = time.monotonic()
+    outcome = []
+    for live in (True, False):
+        inp = inputs(live, I64, bits=64)
+        tr = Tracker(bits=64)
+        entry_points(inp, tr, BVArith(64))
+        s = z3.Solver()
+        s.set("timeout", int(1000 * budget / 2))
+        s.add(*inp.hyps, z3.Or(*[z3.And(ob.guard, z3.Not(ob.holds)) for ob in tr.obligations]))
+        r = s.check()
+        if r == z3.sat:
+            values = model_values(s.model(), None)
+            raise StepFailed(
+                "counterexample", f"BV64 mirror [{inp.label}]", "BV64 mirror: a wrap", values
+            )
+        outcome.append(
+            f"[{inp.label}] {len(tr.obligations)} operations: "
+            + ("no wrap possible" if r == z3.unsat else "no wrap found within the budget")
+        )
+    p.steps.append(
+        Step(
+            "BV64 mirror counterexample search",
+            "reported",
+            time.monotonic() - t0,
+            "; ".join(outcome),
+        )
+    )
+    return "; ".join(outcome)
