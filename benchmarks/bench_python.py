@@ -84,6 +84,75 @@ def specs() -> list[GroupSpec]:
     ]
 
 
+def prefix_caching() -> None:
+    """Page keys, naming, matching and claiming a 32 Ki-token prompt (three groups, base 8)."""
+    import numpy as np
+
+    tokens, chunk, prompts = 32768, 2048, 40
+    rng = np.random.default_rng(7)
+    arrays = [rng.integers(0, 50000, tokens, dtype=np.uint32) for _ in range(prompts)]
+    lists = [a.tolist() for a in arrays[:RUNS]]
+    t = []
+    keys = []
+    for a in arrays:
+        t0 = time.perf_counter_ns()
+        keys.append(livetail.page_keys(a, 8))
+        t.append(time.perf_counter_ns() - t0)
+    report("page_keys of 32 Ki tokens (uint32 array), base 8", statistics.median(t))
+    t = []
+    for lst in lists:
+        t0 = time.perf_counter_ns()
+        livetail.page_keys(lst, 8)
+        t.append(time.perf_counter_ns() - t0)
+    report("page_keys of 32 Ki tokens (list of int), base 8", statistics.median(t))
+
+    pool = BlockPool(POOL)
+    warm(pool)
+    c = Coordinator(specs(), pool)
+    ts, claimed = c.new_tables(), c.new_tables()
+    chunked, whole, hit, miss, consumed, claim = [], [], [], [], [], []
+    for r, ks in enumerate(keys):
+        ns = 0
+        for done in range(chunk, tokens + 1, chunk):
+            c.acquire(ts, chunk)
+            t0 = time.perf_counter_ns()
+            c.cache_full_blocks(ts, ks, done)
+            ns += time.perf_counter_ns() - t0
+            c.reclaim_expired(ts, done)
+        chunked.append(ns)
+        t0 = time.perf_counter_ns()
+        m = c.match_prefix(ks)
+        hit.append(time.perf_counter_ns() - t0)
+        assert m.num_tokens == tokens
+        c.free(ts)
+        t0 = time.perf_counter_ns()
+        c.blocks_consumed_by_claim(m)
+        consumed.append(time.perf_counter_ns() - t0)
+        t0 = time.perf_counter_ns()
+        c.claim(claimed, m)
+        claim.append(time.perf_counter_ns() - t0)
+        c.free(claimed)
+        if r + 1 < len(keys):
+            t0 = time.perf_counter_ns()
+            c.match_prefix(keys[r + 1])
+            miss.append(time.perf_counter_ns() - t0)
+        other = [bytes([k[0] ^ 1]) + k[1:] for k in ks]  # another prompt: all names new
+        c.acquire(ts, tokens)
+        t0 = time.perf_counter_ns()
+        c.cache_full_blocks(ts, other, tokens)
+        whole.append(time.perf_counter_ns() - t0)
+        c.free(ts)
+    report(
+        "cache_full_blocks, 32 Ki prompt in 16 chunks of 2048, all 16 calls",
+        statistics.median(chunked),
+    )
+    report("cache_full_blocks, 32 Ki tokens acquired at once, one call", statistics.median(whole))
+    report("match_prefix, 32 Ki prompt, hit of 32768 tokens (134 pages)", statistics.median(hit))
+    report("match_prefix, 32 Ki prompt, miss", statistics.median(miss))
+    report("blocks_consumed_by_claim of that match", statistics.median(consumed))
+    report("claim of that match (134 free pages leave the queue)", statistics.median(claim))
+
+
 def main() -> None:
     print(
         f"livetail {livetail.__version__} from Python, pool of 2**20 pages, median of {RUNS} runs"
@@ -232,6 +301,8 @@ def main() -> None:
     total = statistics.median(loop)
     report("100000-step decode loop live-tail, total", total)
     report("100000-step decode loop live-tail, per step", total / 100000)
+
+    prefix_caching()
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <bit>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "livetail/coordinator.h"
 #include "livetail/managers.h"
 #include "livetail/pool.h"
+#include "livetail/prefix.h"
 #include "livetail/table.h"
 
 namespace nb = nanobind;
@@ -302,6 +306,181 @@ Every argument is checked before anything changes (each frontier against the ext
 acquire creates; every table in the batch must be a distinct object), so a call that
 raises changes nothing.)";
 
+// --- prefix caching arguments --------------------------------------------------------------
+
+// keys: a list or tuple of bytes objects of length 32 (anything else is a ValueError, as in
+// the spec), copied into a per-thread buffer that the next conversion reuses.
+std::span<const Key> as_keys(PyObject* o) {
+  thread_local std::vector<Key> buf;
+  if (!PyList_Check(o) && !PyTuple_Check(o))
+    throw std::invalid_argument("keys must be a list or tuple of 32-byte bytes, not " +
+                                std::string(Py_TYPE(o)->tp_name));
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  buf.resize(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* k = items[i];
+    if (!PyBytes_Check(k) || PyBytes_GET_SIZE(k) != static_cast<Py_ssize_t>(KEY_BYTES))
+      throw std::invalid_argument("keys[" + std::to_string(i) +
+                                  "] must be a bytes object of length 32");
+    std::memcpy(buf[static_cast<size_t>(i)].data(), PyBytes_AS_STRING(k), KEY_BYTES);
+  }
+  return {buf.data(), buf.size()};
+}
+
+constexpr uint64_t kTokenMax = 0xFFFFFFFFull;
+
+// Token ids for page_keys: a 1-D integer buffer (numpy arrays of any integer dtype and byte
+// order) read in place, else any iterable of ints / __index__ objects. As in the spec, every
+// element is converted (TypeError) before any is range-checked (ValueError).
+class Tokens {
+ public:
+  explicit Tokens(PyObject* o) {
+    if (PyObject_CheckBuffer(o) && from_buffer(o)) return;
+    nb::object seq = nb::steal(PySequence_Fast(o, "tokens must be an iterable of ints"));
+    if (!seq.is_valid()) throw nb::python_error();
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    own_.resize(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* t = PySequence_Fast_ITEMS(seq.ptr())[i];
+      int overflow = 0;
+      long long v;
+      if (PyLong_Check(t)) {  // bool included, as operator.index accepts it
+        v = PyLong_AsLongLongAndOverflow(t, &overflow);
+      } else {
+        // __index__ is Python code: it may change the list we are reading.
+        nb::object idx = nb::steal(PyNumber_Index(nb::borrow(t).ptr()));
+        if (!idx.is_valid()) throw nb::python_error();  // TypeError, as operator.index
+        if (PySequence_Fast_GET_SIZE(seq.ptr()) != n)
+          throw nb::value_error("tokens changed size while being read");
+        v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+      }
+      if (overflow != 0 || v < 0 || static_cast<uint64_t>(v) > kTokenMax) {
+        if (!bad_)
+          bad_ = overflow < 0   ? "a negative value beyond int64"
+                 : overflow > 0 ? "a value beyond int64"
+                                : std::to_string(v);
+        continue;
+      }
+      own_[static_cast<size_t>(i)] = static_cast<uint32_t>(v);
+    }
+    check_range();
+    span_ = own_;
+  }
+  std::span<const uint32_t> span() const { return span_; }
+
+ private:
+  // False (nothing read) for buffers that are not numbers, e.g. numpy object arrays.
+  bool from_buffer(PyObject* o) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_RECORDS_RO) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    struct Release {
+      Py_buffer* v;
+      ~Release() { PyBuffer_Release(v); }
+    } release{&view};
+    std::string_view fmt = view.format ? view.format : "B";
+    char order = '@';
+    if (!fmt.empty() && std::strchr("@=<>!", fmt[0]) != nullptr) {
+      order = fmt[0];
+      fmt.remove_prefix(1);
+    }
+    if (fmt == "O") return false;  // Python objects: convert them one by one
+    const bool is_signed = fmt.size() == 1 && std::strchr("bhilqn", fmt[0]) != nullptr;
+    const bool is_unsigned = fmt.size() == 1 && std::strchr("BHILQN", fmt[0]) != nullptr;
+    const auto size = static_cast<size_t>(view.itemsize);
+    if (view.ndim != 1 || !(is_signed || is_unsigned) ||
+        (size != 1 && size != 2 && size != 4 && size != 8))
+      type_fail("tokens", "a sequence of ints or a 1-D integer array", o);
+    const bool little = std::endian::native == std::endian::little;
+    const bool swap = (order == '<' && !little) || ((order == '>' || order == '!') && little);
+    const auto n = static_cast<size_t>(view.shape[0]);
+    const Py_ssize_t stride = view.strides[0];
+    const char* p = static_cast<const char*>(view.buf);
+    if (is_unsigned && size == 4 && !swap && stride == 4) {  // uint32 in place: no conversion
+      own_.assign(reinterpret_cast<const uint32_t*>(p), reinterpret_cast<const uint32_t*>(p) + n);
+      span_ = own_;
+      return true;
+    }
+    own_.resize(n);
+    for (size_t i = 0; i < n; ++i, p += stride) {
+      uint64_t u = 0;
+      std::memcpy(&u, p, size);  // little-endian host: the low bytes; fixed below otherwise
+      if (!little) u >>= 64 - 8 * size;
+      if (swap) u = __builtin_bswap64(u) >> (64 - 8 * size);
+      if (is_signed && size < 8 && (u >> (8 * size - 1)) != 0) u |= ~uint64_t{0} << (8 * size);
+      const bool negative = is_signed && static_cast<int64_t>(u) < 0;
+      if (negative || u > kTokenMax) {
+        if (!bad_) bad_ = negative ? std::to_string(static_cast<int64_t>(u)) : std::to_string(u);
+        continue;
+      }
+      own_[i] = static_cast<uint32_t>(u);
+    }
+    check_range();
+    span_ = own_;
+    return true;
+  }
+  void check_range() const {
+    if (bad_) throw std::invalid_argument("token ids must be in [0, 4294967295], got " + *bad_);
+  }
+
+  std::vector<uint32_t> own_;
+  std::span<const uint32_t> span_;
+  std::optional<std::string> bad_;
+};
+
+nb::list key_list(const std::vector<Key>& keys) {
+  nb::list out = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(keys.size())));
+  if (!out.is_valid()) throw nb::python_error();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    PyObject* b = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(keys[i].data()),
+                                            static_cast<Py_ssize_t>(KEY_BYTES));
+    if (b == nullptr) throw nb::python_error();
+    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), b);
+  }
+  return out;
+}
+
+constexpr const char* kPageKeysDoc = R"(One 32-byte key per full base page of a prompt.
+
+``key[j] = SHA-256(key[j-1] || tokens of base page j as little-endian uint32 || salt)``,
+where ``key[-1]`` is empty: each key depends on every token up to its page's end and on the
+salt (adapter name, tenant). A partial last page gets no key. ``tokens`` is a sequence of
+ints or a 1-D integer numpy array (read in place); token ids outside ``0 .. 2**32 - 1``
+are a ValueError. ``base_block_size`` is the coordinator's ``base_block_size``.)";
+
+constexpr const char* kCacheDoc = R"(Name the pages of a prompt's computed prefix.
+
+Every real slot ``j`` of every group with ``(j+1)*B <= num_tokens`` and ``(j+1)*k <=
+len(keys)`` (``k = B / base_block_size``) that has no name yet gets the name ``(group,
+keys[(j+1)*k - 1])``; holes are skipped and a page named once keeps its name. State groups
+name only the slot that ends exactly at ``num_tokens``. Returns the pages newly named.
+Idempotent; costs the slots newly covered since the table's last call. Call it after a
+chunk is computed and before reclaiming for that chunk (a page reclaimed unnamed is gone
+for matching). ``num_tokens`` above a table's extent is a ValueError.)";
+
+constexpr const char* kMatchDoc =
+    R"(The greatest cached prefix every group can resume from (read-only).
+
+``num_tokens`` is the greatest multiple of ``lcm_block_size``, at most ``len(keys) *
+base_block_size``, such that every full group has named pages for all its slots below it
+and every sliding or state group for the resume pages right behind it (0 if none).
+``pages[g]`` holds group g's page per slot below ``num_tokens`` (0 = hole). Each name's
+earliest registered page in use is taken, else its earliest one. Named pages stay matchable
+in the free queue until an allocation evicts them; claim every hit of a step before
+acquiring anything, or match again.)";
+
+constexpr const char* kClaimDoc =
+    R"(Share a match's pages into fresh tables (one reference per slot).
+
+``tables`` must be fresh (empty and unbound). Each table gets ``num_tokens / B`` slots
+(the match's pages, holes as holes), tail room 0, its reclaim floor below its resume pages,
+and is bound to the pool; a free matched page leaves the free queue. A match of 0 tokens
+changes nothing. A match of another coordinator, or one with a page that no longer carries
+the name it was matched under (evicted since), is a ValueError, and nothing changes.)";
+
 }  // namespace
 
 // --- module ----------------------------------------------------------------------------------
@@ -323,6 +502,11 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_free", &BlockPool::num_free, "Pages in the free queue.")
       .def_prop_ro("num_pinned", &BlockPool::num_pinned,
                    "Non-null pages out of the queue: num_free + num_pinned == num_blocks - 1.")
+      .def_prop_ro("num_cached", &BlockPool::num_cached,
+                   "Pages that carry a prefix-cache name (in use or free).")
+      .def_prop_ro("num_cached_free", &BlockPool::num_cached_free,
+                   "Named pages in the free queue: matchable until an allocation evicts them.\n"
+                   "O(named pages).")
       .def(
           "free_queue",
           [](const BlockPool& p) {
@@ -449,7 +633,9 @@ NB_MODULE(_core, m) {
                 t, as_count(num_computed_tokens.obj, "num_computed_tokens"), count_uncached);
           },
           "table"_a, "num_computed_tokens"_a, "count_uncached"_a = true,
-          "Pages reclaim_expired(num_computed_tokens) would return to the free queue now.")
+          "Pages reclaim_expired(num_computed_tokens) would return to the free queue now: real\n"
+          "slots below slid_out whose page has reference count 1 (with count_uncached=False,\n"
+          "only those that carry a prefix-cache name).")
       .def(
           "free",
           [](const Manager& g, PoolArg pool, PyTable& t) {
@@ -526,6 +712,27 @@ NB_MODULE(_core, m) {
                                             s.sliding_window, s.live_tail_alloc));
            })
       .def("__repr__", &spec_repr);
+
+  nb::class_<PrefixMatch>(
+      m, "PrefixMatch", nb::is_final(),
+      "The result of Coordinator.match_prefix: num_tokens and, per group, the page id of each\n"
+      "slot below it (0 = hole). It remembers its coordinator and the name every real page was\n"
+      "matched under, so that claim can tell whether it is still valid. Not constructible.")
+      .def_prop_ro("num_tokens", &PrefixMatch::num_tokens,
+                   "The matched prefix in tokens: a multiple of the coordinator's lcm_block_size.")
+      .def_prop_ro(
+          "pages",
+          [](const PrefixMatch& mt) {
+            nb::list out;
+            for (int64_t g = 0; g < mt.num_groups(); ++g) out.append(int32_vector(mt.pages(g)));
+            return out;
+          },
+          nb::sig("def pages(self) -> list[numpy.typing.NDArray[numpy.int32]]"),
+          "Per group, a new int32 array: the page of each slot below num_tokens (0 = hole).")
+      .def("__repr__", [](const PrefixMatch& mt) {
+        return "PrefixMatch(num_tokens=" + std::to_string(mt.num_tokens()) +
+               ", real_pages=" + std::to_string(mt.num_real_pages()) + ")";
+      });
 
   nb::class_<PyCoordinator>(
       m, "Coordinator", nb::is_final(),
@@ -663,12 +870,89 @@ NB_MODULE(_core, m) {
                   "collections.abc.Sequence[typing.SupportsIndex] | "
                   "numpy.typing.NDArray[numpy.integer]) -> tuple[int, int]"),
           kDecodeDoc)
+      .def(
+          "cache_full_blocks",
+          [](PyCoordinator& c, Tables tables, Any keys, Count num_tokens) {
+            const int64_t n = as_count(num_tokens.obj, "num_tokens");  // may run __index__
+            const std::span<const Key> ks = as_keys(keys.obj);
+            TableList ts(tables.obj, "tables");
+            return c.cache_full_blocks(ts.span(), ks, n);
+          },
+          "tables"_a, "keys"_a.none(), "num_tokens"_a,
+          nb::sig(
+              "def cache_full_blocks(self, tables: list[BlockTable] | tuple[BlockTable, ...], "
+              "keys: list[bytes] | tuple[bytes, ...], num_tokens: typing.SupportsIndex) -> int"),
+          kCacheDoc)
+      .def(
+          "match_prefix",
+          [](const PyCoordinator& c, Any keys) { return c.match_prefix(as_keys(keys.obj)); },
+          "keys"_a.none(),
+          nb::sig("def match_prefix(self, keys: list[bytes] | tuple[bytes, ...]) -> PrefixMatch"),
+          kMatchDoc)
+      .def(
+          "blocks_consumed_by_claim",
+          [](const PyCoordinator& c, const PrefixMatch& match) {
+            return c.blocks_consumed_by_claim(match);
+          },
+          "match"_a,
+          "The matched real pages that are free now: the free pages claim(match) takes. Charge\n"
+          "it plus blocks_needed_for_sequential on fresh tables for the rest of the chunk and\n"
+          "the decode reserve. A stale match or one of another coordinator is a ValueError.")
+      .def(
+          "claim",
+          [](PyCoordinator& c, Tables tables, const PrefixMatch& match) {
+            TableList ts(tables.obj, "tables");
+            c.claim(ts.span(), match);
+            ts.keep_pools(c.pool_ref.ptr());
+          },
+          "tables"_a, "match"_a, kClaimDoc)
       .def("__repr__", [](const PyCoordinator& c) {
         std::string r = "Coordinator([";
         for (size_t i = 0; i < c.specs().size(); ++i)
           r += (i ? ", " : "") + spec_repr(c.specs()[i]);
         return r + "], " + pool_repr(c.pool()) + ")";
       });
+
+  m.def(
+      "page_keys",
+      [](Any tokens, Count base_block_size, Any salt) {
+        const int64_t base = as_count(base_block_size.obj, "base_block_size");
+        if (base < 1 || base > geometry::INT32_MAX_TOKENS)
+          throw std::invalid_argument("base_block_size must be in [1, 2**31 - 1], got " +
+                                      std::to_string(base));
+        PyObject* so = salt.obj;
+        if (!PyBytes_Check(so) && !PyByteArray_Check(so) && !PyMemoryView_Check(so))
+          type_fail("salt", "bytes", so);
+        nb::object sb = nb::steal(PyBytes_FromObject(so));  // a copy: tokens may run code
+        if (!sb.is_valid()) throw nb::python_error();
+        const Tokens toks(tokens.obj);
+        const std::span<const uint8_t> sv(
+            reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(sb.ptr())),
+            static_cast<size_t>(PyBytes_GET_SIZE(sb.ptr())));
+        std::vector<Key> keys;
+        {
+          nb::gil_scoped_release unlocked;  // hashing touches no Python object
+          keys = page_keys(toks.span(), base, sv);
+        }
+        return key_list(keys);
+      },
+      "tokens"_a, "base_block_size"_a, "salt"_a = nb::bytes("", 0),
+      nb::sig("def page_keys(tokens: collections.abc.Iterable[typing.SupportsIndex] | "
+              "numpy.typing.NDArray[numpy.integer], base_block_size: typing.SupportsIndex, "
+              "salt: bytes | bytearray | memoryview = b'') -> list[bytes]"),
+      kPageKeysDoc);
+
+  m.def(
+      "_sha256",
+      [](nb::bytes data, bool accelerated) {
+        Sha256 h(accelerated);
+        h.update(data.c_str(), data.size());
+        const Key k = h.digest();
+        return nb::bytes(reinterpret_cast<const char*>(k.data()), k.size());
+      },
+      "data"_a, "accelerated"_a = true,
+      "SHA-256 of data (tests compare both compression functions with hashlib).");
+  m.attr("_sha256_implementation") = Sha256::implementation();
 
   m.def(
       "page_ids_batch",

@@ -1,6 +1,8 @@
 #include "livetail/coordinator.h"
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -20,6 +22,9 @@ std::string at(const char* name, size_t i) {
 // Batch calls stamp each table they see; a repeat shows as a stamp already equal to this
 // call's. Atomic so that coordinators used from different threads never share a stamp.
 std::atomic<uint64_t> next_visit{1};
+
+// Coordinator ids, so that a PrefixMatch knows its coordinator (0 = none).
+std::atomic<uint64_t> next_coordinator{1};
 
 }  // namespace
 
@@ -46,7 +51,9 @@ void GroupSpec::check() const {
 }
 
 Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool)
-    : specs_(std::move(specs)), pool_(&pool) {
+    : specs_(std::move(specs)),
+      pool_(&pool),
+      id_(next_coordinator.fetch_add(1, std::memory_order_relaxed)) {
   if (specs_.empty()) fail("specs", "must name at least one group");
   base_ = specs_[0].block_size;
   lcm_ = specs_[0].block_size;
@@ -207,6 +214,179 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
     for (size_t k = 0; k < g; ++k) res.reclaimed += m[k].reclaim_unchecked(*pool_, *ts[k], f);
   }
   return res;
+}
+
+// --- prefix caching (semantics section 8) ---------------------------------------------------
+
+int64_t Coordinator::resume(size_t g) const noexcept {
+  const Manager& m = managers_[g];
+  return m.kind() == GroupKind::full ? -1
+                                     : geometry::resume_pages(m.sliding_window(), m.block_size());
+}
+
+int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
+                                       std::span<const Key> keys, int64_t num_tokens) {
+  Manager::check_count(num_tokens, "num_tokens");
+  check_tables(tables);
+  check_keys(keys);
+  const size_t g = managers_.size();
+  const auto nkeys = static_cast<int64_t>(keys.size());
+  int64_t extra = 0;  // names this call may add at most
+  for (size_t i = 0; i < g; ++i) {
+    const BlockTable& t = *tables[i];
+    const int64_t B = managers_[i].block_size();
+    const int64_t extent = geometry::extent(t.size(), t.tail_, B);
+    if (num_tokens > extent)
+      fail("num_tokens", "= " + std::to_string(num_tokens) + " is past the table's extent " +
+                             std::to_string(extent));
+    const int64_t covered = std::min(num_tokens / B, nkeys / (B / base_));
+    extra +=
+        managers_[i].kind() == GroupKind::state ? 1 : std::max<int64_t>(0, covered - t.named_upto_);
+  }
+  pool_->reserve_names(extra);  // the only throw (std::bad_alloc): nothing named yet
+  int64_t named = 0;
+  for (size_t i = 0; i < g; ++i) {
+    BlockTable& t = *tables[i];
+    const int64_t B = managers_[i].block_size();
+    const int64_t k = B / base_;
+    const int64_t covered = std::min(num_tokens / B, nkeys / k);
+    const int32_t* s = t.slots_.data();
+    const auto group = static_cast<int32_t>(i);
+    auto name = [&](int64_t j) {
+      const int32_t p = s[j];
+      if (p != 0) named += pool_->set_name(p, group, keys[static_cast<size_t>((j + 1) * k - 1)]);
+    };
+    if (managers_[i].kind() == GroupKind::state) {
+      // Only the slot ending exactly at num_tokens holds a usable state snapshot.
+      const int64_t j = num_tokens / B - 1;
+      if (num_tokens % B == 0 && j >= 0 && j < covered) name(j);
+    } else {
+      // Slots below the cursor were offered a name before: a hole stays a hole, and a named
+      // page in use cannot be evicted, so they need no second look.
+      constexpr int64_t kAhead = 8;  // names miss the cache: overlap the next ones' loads
+      for (int64_t j = t.named_upto_; j < covered; ++j) {
+        const int64_t a = j + kAhead;
+        if (a < covered && s[a] != 0)
+          pool_->prefetch_name(s[a], group, keys[static_cast<size_t>((a + 1) * k - 1)]);
+        name(j);
+      }
+      t.named_upto_ = std::max(t.named_upto_, covered);
+    }
+  }
+  return named;
+}
+
+PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
+  check_keys(keys);
+  const size_t g = managers_.size();
+  const int64_t per = lcm_ / base_;  // keys per lcm boundary
+  // Boundaries t * lcm for t in [1, top]; a claimed table may span at most INT32_MAX tokens.
+  int64_t top = std::min(static_cast<int64_t>(keys.size()) / per, geometry::INT32_MAX_TOKENS / lcm_);
+  auto key = [&](size_t i, int64_t j) -> const Key& {  // the name of group i's slot j
+    return keys[static_cast<size_t>((j + 1) * (managers_[i].block_size() / base_) - 1)];
+  };
+  // A full group supports exactly the boundaries inside its longest named prefix. Its names'
+  // records are kept for the pages below (per-thread scratch: no allocation once warm).
+  thread_local std::vector<int32_t> full_recs;
+  thread_local std::vector<size_t> full_at;
+  full_recs.clear();
+  full_at.assign(g, 0);
+  for (size_t i = 0; i < g; ++i) {
+    if (resume(i) >= 0) continue;
+    const int64_t slots_per = lcm_ / managers_[i].block_size();
+    const int64_t cap = top * slots_per;
+    full_at[i] = full_recs.size();
+    for (int64_t j = 0; j < cap; ++j) {
+      const int32_t rec = pool_->find_name(static_cast<int32_t>(i), key(i, j));
+      if (rec == 0) break;
+      full_recs.push_back(rec);
+    }
+    top = static_cast<int64_t>(full_recs.size() - full_at[i]) / slots_per;
+  }
+  // Sliding and state support is not monotone in T: try every boundary from the top.
+  int64_t t = top;
+  for (; t > 0; --t) {
+    bool ok = true;
+    for (size_t i = 0; i < g && ok; ++i) {
+      const int64_t R = resume(i);
+      if (R < 0) continue;
+      const int64_t b = t * (lcm_ / managers_[i].block_size());
+      for (int64_t j = std::max<int64_t>(0, b - R); j < b && ok; ++j)
+        ok = pool_->find_name(static_cast<int32_t>(i), key(i, j)) != 0;
+    }
+    if (ok) break;
+  }
+  PrefixMatch out;
+  out.coordinator_ = id_;
+  out.num_tokens_ = t * lcm_;
+  out.begin_.resize(g + 1);
+  int64_t slots = 0, real = 0;
+  for (size_t i = 0; i < g; ++i) {
+    const int64_t b = t * (lcm_ / managers_[i].block_size());
+    const int64_t R = resume(i);
+    out.begin_[i] = slots;
+    slots += b;
+    real += R < 0 ? b : std::min(b, R);
+  }
+  out.begin_[g] = slots;
+  out.pages_.assign(static_cast<size_t>(slots), 0);  // holes below the resume pages
+  out.named_.reserve(static_cast<size_t>(real));
+  for (size_t i = 0; i < g; ++i) {
+    const int64_t b = out.begin_[i + 1] - out.begin_[i];
+    const int64_t R = resume(i);
+    int32_t* pages = out.pages_.data() + out.begin_[i];
+    for (int64_t j = R < 0 ? 0 : std::max<int64_t>(0, b - R); j < b; ++j) {
+      const Key& k = key(i, j);
+      const int32_t rec = R < 0 ? full_recs[full_at[i] + static_cast<size_t>(j)]
+                                : pool_->find_name(static_cast<int32_t>(i), k);
+      const int32_t page = pool_->lookup(rec);
+      pages[j] = page;
+      out.named_.push_back({page, static_cast<int32_t>(i), k});
+    }
+  }
+  return out;
+}
+
+void Coordinator::check_match(const PrefixMatch& match) const {
+  if (match.coordinator_ != id_) fail("match", "comes from another coordinator");
+  for (const PrefixMatch::Named& n : match.named_)
+    if (!pool_->has_name(n.page, n.group, n.key))
+      fail("match", "is stale: page " + std::to_string(n.page) +
+                        " was evicted since the match (match again)");
+}
+
+int64_t Coordinator::blocks_consumed_by_claim(const PrefixMatch& match) const {
+  check_match(match);
+  // Matched pages are distinct (one name per page, one slot per name), so no set is needed.
+  int64_t n = 0;
+  for (const PrefixMatch::Named& p : match.named_) n += pool_->ref_[p.page] == 0;
+  return n;
+}
+
+void Coordinator::claim(std::span<BlockTable* const> tables, const PrefixMatch& match) {
+  check_tables(tables);
+  check_match(match);
+  const size_t g = managers_.size();
+  for (size_t i = 0; i < g; ++i)
+    if (!tables[i]->is_fresh()) fail(at("tables", i), "is not fresh (empty and unbound)");
+  if (match.num_tokens_ == 0) return;
+  for (size_t i = 0; i < g; ++i)  // the only throw (std::bad_alloc): nothing changed yet
+    tables[i]->slots_.reserve(static_cast<size_t>(match.pages(static_cast<int64_t>(i)).size()));
+  for (size_t i = 0; i < g; ++i) {
+    BlockTable& t = *tables[i];
+    const std::span<const int32_t> pages = match.pages(static_cast<int64_t>(i));
+    const auto b = static_cast<int64_t>(pages.size());
+    const int64_t R = resume(i);
+    t.slots_.assign(pages.begin(), pages.end());
+    t.tail_ = 0;
+    // The holes below the claimed resume pages are never rescanned.
+    t.floor_ = R < 0 ? 0 : std::max<int64_t>(0, b - R);
+    t.real_ = R < 0 ? b : std::min(b, R);
+    t.named_upto_ = b;
+    t.pool_ = pool_;
+    t.block_size_ = managers_[i].block_size();
+  }
+  for (const PrefixMatch::Named& p : match.named_) pool_->take_shared(p.page);
 }
 
 }  // namespace livetail

@@ -175,7 +175,7 @@ int64_t Manager::free_unchecked(BlockPool& pool, BlockTable& t) const noexcept {
   while (i > floor)
     if (s[--i] != 0) punch(rel, s[i]);
   t.slots_.clear();  // keeps capacity for the next request
-  t.tail_ = t.floor_ = t.real_ = 0;
+  t.tail_ = t.floor_ = t.real_ = t.named_upto_ = 0;
   t.pool_ = nullptr;
   t.block_size_ = 0;
   return rel.done();
@@ -187,13 +187,14 @@ int64_t Manager::blocks_reclaimable_at(const BlockTable& t, int64_t num_computed
                                        bool count_uncached) const {
   check_table(nullptr, t);
   check_frontier(t, num_computed_tokens);
-  // No page carries a prefix-cache name yet, so only count_uncached counts anything.
-  if (kind_ == GroupKind::full || !count_uncached) return 0;
+  if (kind_ == GroupKind::full || t.pool_ == nullptr) return 0;
   const int64_t b = geometry::reclaim_bound(num_computed_tokens, t.size(), W_, B_);
+  const BlockPool& pool = *t.pool_;
   int64_t n = 0;
+  // Pages whose last reference is this slot (and, unless count_uncached, that carry a name).
   for (int64_t i = t.floor_; i < b; ++i) {
     const int32_t p = t.slots_[static_cast<size_t>(i)];
-    if (p != 0 && t.pool_->ref_count(p) == 1) ++n;
+    if (p != 0 && pool.ref_count(p) == 1 && (count_uncached || pool.is_cached(p))) ++n;
   }
   return n;
 }

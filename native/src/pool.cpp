@@ -1,5 +1,8 @@
 #include "livetail/pool.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -59,6 +62,174 @@ void BlockPool::copy_free_queue(int32_t* out) const noexcept {
 
 void BlockPool::copy_ref_counts(int32_t* out) const noexcept {
   for (int64_t p = 0; p < num_blocks_; ++p) out[p] = ref_[p];
+}
+
+// --- prefix-cache names -------------------------------------------------------------------
+
+namespace {
+
+// Keys are digests, but any 32 bytes are accepted: mix all of them with the group.
+inline uint64_t name_hash(int32_t group, const Key& key) noexcept {
+  uint64_t w[4];
+  std::memcpy(w, key.data(), sizeof w);
+  uint64_t h = w[0] ^ std::rotl(w[1], 17) ^ std::rotl(w[2], 31) ^ std::rotl(w[3], 47) ^
+               static_cast<uint64_t>(static_cast<uint32_t>(group)) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 33;  // murmur3 finalizer
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+inline uint64_t slot_value(uint64_t hash, int32_t rec) noexcept {
+  return (hash & 0xFFFFFFFF00000000ull) | static_cast<uint32_t>(rec);
+}
+
+inline int32_t slot_rec(uint64_t v) noexcept { return static_cast<int32_t>(v & 0x7FFFFFFF); }
+
+inline size_t slot_home(uint64_t v, size_t mask) noexcept { return (v >> 32) & mask; }
+
+}  // namespace
+
+int64_t BlockPool::num_cached_free() const noexcept {
+  int64_t n = 0;
+  for (size_t r = 1; r < recs_.size(); ++r) {
+    if (recs_[r].group < 0) continue;
+    for (int32_t p = recs_[r].head; p != 0; p = page_name_[static_cast<size_t>(p)].next)
+      n += ref_[p] == 0;
+  }
+  return n;
+}
+
+// The slot of (group, key) in the name table, or the empty slot where it would go.
+size_t BlockPool::probe(int32_t group, const Key& key, uint64_t h) const noexcept {
+  const size_t mask = name_table_.size() - 1;
+  for (size_t i = (h >> 32) & mask;; i = (i + 1) & mask) {
+    const uint64_t v = name_table_[i];
+    if (v == 0) return i;
+    if ((v >> 32) == (h >> 32)) {  // a 32-bit hash match: confirm on the record
+      const NameRec& r = recs_[static_cast<size_t>(slot_rec(v))];
+      if (r.group == group && r.key == key) return i;
+    }
+  }
+}
+
+void BlockPool::prefetch_name(int32_t page, int32_t group, const Key& key) const noexcept {
+  __builtin_prefetch(&page_name_[static_cast<size_t>(page)]);
+  const size_t mask = name_table_.size() - 1;
+  __builtin_prefetch(&name_table_[(name_hash(group, key) >> 32) & mask]);
+}
+
+int32_t BlockPool::find_name(int32_t group, const Key& key) const noexcept {
+  if (name_table_.empty()) return 0;
+  return slot_rec(name_table_[probe(group, key, name_hash(group, key))]);  // 0 when empty
+}
+
+int32_t BlockPool::lookup(int32_t rec) const noexcept {
+  const int32_t head = recs_[static_cast<size_t>(rec)].head;
+  // Prefer a copy in use, so that a claim does not spend a free page on it.
+  for (int32_t p = head; p != 0; p = page_name_[static_cast<size_t>(p)].next)
+    if (ref_[p] >= 1) return p;
+  return head;
+}
+
+bool BlockPool::has_name(int32_t page, int32_t group, const Key& key) const noexcept {
+  if (!is_cached(page)) return false;
+  const NameRec& r = recs_[static_cast<size_t>(page_name_[static_cast<size_t>(page)].rec)];
+  return r.group == group && r.key == key;
+}
+
+void BlockPool::rehash(size_t size) {
+  std::vector<uint64_t> table(size, 0);  // the only throw: nothing changed yet
+  const size_t mask = size - 1;
+  for (size_t r = 1; r < recs_.size(); ++r) {
+    if (recs_[r].group < 0) continue;
+    const uint64_t h = name_hash(recs_[r].group, recs_[r].key);
+    size_t i = (h >> 32) & mask;
+    while (table[i] != 0) i = (i + 1) & mask;
+    table[i] = slot_value(h, static_cast<int32_t>(r));
+  }
+  name_table_.swap(table);
+}
+
+void BlockPool::reserve_names(int64_t extra) {
+  // Only pages that were allocated (ids below fresh_) can be in a table.
+  if (page_name_.size() < static_cast<size_t>(fresh_))
+    page_name_.resize(static_cast<size_t>(fresh_));
+  const auto want = static_cast<size_t>(num_names_ + extra);
+  if (2 * want > name_table_.size()) rehash(std::bit_ceil(std::max<size_t>(16, 2 * want)));
+  const size_t recs = std::max<size_t>(recs_.size(), 1) + static_cast<size_t>(extra);
+  if (recs > recs_.capacity()) recs_.reserve(std::max(recs, 2 * recs_.capacity()));
+  if (recs_.empty()) recs_.push_back(NameRec{{}, -1, 0, 0});
+}
+
+bool BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
+  PageName& pn = page_name_[static_cast<size_t>(page)];
+  if (pn.rec != 0) return false;  // a page named once keeps its name
+  const uint64_t h = name_hash(group, key);
+  const size_t slot = probe(group, key, h);
+  int32_t rec = slot_rec(name_table_[slot]);
+  if (rec == 0) {
+    if (unused_rec_ != 0) {
+      rec = unused_rec_;
+      unused_rec_ = recs_[static_cast<size_t>(rec)].head;
+    } else {
+      rec = static_cast<int32_t>(recs_.size());
+      recs_.emplace_back();  // capacity reserved by reserve_names
+    }
+    recs_[static_cast<size_t>(rec)] = NameRec{key, group, 0, 0};
+    name_table_[slot] = slot_value(h, rec);
+    ++num_names_;
+  }
+  NameRec& r = recs_[static_cast<size_t>(rec)];
+  pn = PageName{rec, 0, r.tail};  // registration order: append
+  if (r.tail != 0)
+    page_name_[static_cast<size_t>(r.tail)].next = page;
+  else
+    r.head = page;
+  r.tail = page;
+  ++num_named_;
+  return true;
+}
+
+size_t BlockPool::name_slot(int32_t rec) const noexcept {
+  const NameRec& r = recs_[static_cast<size_t>(rec)];
+  const size_t mask = name_table_.size() - 1;
+  size_t i = (name_hash(r.group, r.key) >> 32) & mask;
+  while (slot_rec(name_table_[i]) != rec) i = (i + 1) & mask;
+  return i;
+}
+
+void BlockPool::drop_name(int32_t page) noexcept {
+  PageName& pn = page_name_[static_cast<size_t>(page)];
+  const int32_t rec = pn.rec;
+  NameRec& r = recs_[static_cast<size_t>(rec)];
+  if (pn.prev != 0)
+    page_name_[static_cast<size_t>(pn.prev)].next = pn.next;
+  else
+    r.head = pn.next;
+  if (pn.next != 0)
+    page_name_[static_cast<size_t>(pn.next)].prev = pn.prev;
+  else
+    r.tail = pn.prev;
+  pn = PageName{0, 0, 0};
+  --num_named_;
+  if (r.head != 0) return;
+  // The name's last page: remove the name, shifting later entries of its probe run back.
+  const size_t mask = name_table_.size() - 1;
+  size_t hole = name_slot(rec);
+  for (size_t j = (hole + 1) & mask; name_table_[j] != 0; j = (j + 1) & mask) {
+    // Entry j may fill the hole unless its home lies cyclically in (hole, j].
+    if (((j - slot_home(name_table_[j], mask)) & mask) >= ((j - hole) & mask)) {
+      name_table_[hole] = name_table_[j];
+      hole = j;
+    }
+  }
+  name_table_[hole] = 0;
+  r.group = -1;
+  r.head = unused_rec_;
+  unused_rec_ = rec;
+  --num_names_;
 }
 
 }  // namespace livetail

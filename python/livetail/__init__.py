@@ -1,7 +1,9 @@
 """livetail: paged KV-cache block manager with live-tail allocation for sliding-window groups.
 
 The classes are native (``livetail._core``, C++); ``livetail.spec`` is the executable model
-they are checked against.
+they are checked against. Prefix caching (``page_keys``, ``Coordinator.cache_full_blocks``,
+``match_prefix``, ``blocks_consumed_by_claim``, ``claim``) shares computed prompt prefixes
+between requests.
 """
 
 from ._core import (
@@ -11,10 +13,12 @@ from ._core import (
     FullAttentionManager,
     GroupSpec,
     Manager,
+    PrefixMatch,
     SlidingWindowManager,
     StateManager,
     __version__,
     page_ids_batch,
+    page_keys,
 )
 
 __all__ = [
@@ -24,8 +28,10 @@ __all__ = [
     "FullAttentionManager",
     "GroupSpec",
     "Manager",
+    "PrefixMatch",
     "SlidingWindowManager",
     "StateManager",
     "__version__",
     "page_ids_batch",
+    "page_keys",
 ]

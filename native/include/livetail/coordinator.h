@@ -9,6 +9,7 @@
 
 #include "livetail/managers.h"
 #include "livetail/pool.h"
+#include "livetail/prefix.h"
 #include "livetail/table.h"
 
 namespace livetail {
@@ -70,15 +71,47 @@ class Coordinator {
   DecodeResult decode_step(std::span<BlockTable* const> tables,
                            std::span<const int64_t> num_computed_tokens);
 
+  // --- prefix caching (semantics section 8) ----------------------------------------------
+  // `keys`: one key per full base page (page_keys), pairwise distinct (std::invalid_argument
+  // otherwise, checked in O(len(keys))).
+
+  // Names every real slot j of every group with (j+1)*B <= num_tokens and (j+1)*k <=
+  // len(keys) (k = B / base) that has no name yet, as (group, keys[(j+1)*k - 1]); state groups
+  // only the slot ending exactly at num_tokens. Returns the pages newly named. Costs the slots
+  // newly covered since the table's last call (a per-table cursor), not the table.
+  // num_tokens above a table's extent is an error.
+  int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
+                            int64_t num_tokens);
+  // Read-only: the greatest multiple T of the lcm, T <= len(keys) * base, that every group
+  // supports, with the pages to resume from (earliest registered copy in use, else the
+  // earliest). Probes at most (T_max / lcm) * (resume pages of the groups) names, plus the
+  // longest named prefix of each full group.
+  PrefixMatch match_prefix(std::span<const Key> keys) const;
+  // The matched real pages that are free now: the free pages claim(match) takes.
+  // Throws std::invalid_argument for a match of another coordinator or a stale one (a matched
+  // page no longer carries the name it was matched under).
+  int64_t blocks_consumed_by_claim(const PrefixMatch& match) const;
+  // Shares the matched pages into fresh tables (one reference per slot): every table gets
+  // num_tokens / B slots, tail 0, reclaim floor below its resume pages, and is bound. Throws
+  // (nothing changed) as blocks_consumed_by_claim does, and for tables that are not fresh.
+  void claim(std::span<BlockTable* const> tables, const PrefixMatch& match);
+
+  // Distinguishes coordinators for PrefixMatch (never reused within a process).
+  uint64_t id() const noexcept { return id_; }
+
  private:
   void check_tables(std::span<BlockTable* const> tables) const;
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
+  void check_match(const PrefixMatch& match) const;
+  // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).
+  int64_t resume(size_t g) const noexcept;
 
   std::vector<GroupSpec> specs_;
   std::vector<Manager> managers_;
   BlockPool* pool_;
   int64_t base_ = 0;
   int64_t lcm_ = 0;
+  uint64_t id_;
 };
 
 }  // namespace livetail

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "livetail/geometry.h"
+#include "livetail/prefix.h"
 
 namespace livetail {
 
@@ -42,16 +44,68 @@ class BlockPool {
   // Unchecked hot path: page is a non-null page with count >= 1. True if it re-entered.
   [[gnu::always_inline]] inline bool release(int32_t page) noexcept;
 
+  // --- prefix-cache names (semantics section 8) ----------------------------------------
+  // A page carries at most one name, (group index, key). A name survives free (the page stays
+  // matchable in the queue) and is dropped when an allocation pops the page (eviction).
+  // Pages that carry a name, in use or free. O(1).
+  int64_t num_cached() const noexcept { return num_named_; }
+  // Named pages in the free queue. O(named pages): a diagnostic, not for the hot path.
+  int64_t num_cached_free() const noexcept;
+  bool is_cached(int64_t page) const noexcept {
+    return page >= 0 && static_cast<size_t>(page) < page_name_.size() &&
+           page_name_[static_cast<size_t>(page)].rec != 0;
+  }
+
   class Taker;
   class Releaser;
 
  private:
+  friend class Coordinator;
   struct Link {
     int32_t next, prev;
   };
   struct FreeDeleter {
     void operator()(void* p) const noexcept { std::free(p); }
   };
+  // One name and its pages, in registration order (head = earliest). group < 0: unused,
+  // head links the unused records.
+  struct NameRec {
+    Key key;
+    int32_t group, head, tail;
+  };
+  // Per page: its name's record (0 = no name) and its neighbours among that name's pages.
+  struct PageName {
+    int32_t rec, next, prev;
+  };
+
+  // Inner helpers for the coordinator: arguments are valid pages and groups.
+  // The record of (group, key), 0 if no page carries that name.
+  int32_t find_name(int32_t group, const Key& key) const noexcept;
+  // The earliest registered page of record rec that is in use, else its earliest one.
+  int32_t lookup(int32_t rec) const noexcept;
+  bool has_name(int32_t page, int32_t group, const Key& key) const noexcept;
+  // Makes the next `extra` set_name calls allocation-free (may throw std::bad_alloc; changes
+  // nothing observable).
+  void reserve_names(int64_t extra);
+  // Names a page in use that has no name yet (false, nothing done, if it has one).
+  bool set_name(int32_t page, int32_t group, const Key& key) noexcept;
+  // Drops a named page's name (eviction).
+  void drop_name(int32_t page) noexcept;
+  // One more reference to a real page; a queued one leaves the queue wherever it is.
+  void take_shared(int32_t page) noexcept {
+    if (ref_[page] == 0) {  // queued, and in the list: a named page was allocated before
+      const Link l = link_[page];
+      link_[l.prev].next = l.next;
+      link_[l.next].prev = l.prev;
+      --num_free_;
+    }
+    ++ref_[page];
+  }
+  // Starts loading what set_name(page, group, key) will read (naming walks many slots).
+  void prefetch_name(int32_t page, int32_t group, const Key& key) const noexcept;
+  size_t probe(int32_t group, const Key& key, uint64_t hash) const noexcept;
+  size_t name_slot(int32_t rec) const noexcept;
+  void rehash(size_t size);
 
   // The queue is [fresh_, num_blocks_) (pages never yet allocated, in id order) followed by
   // the intrusive list link_[0].next .. link_[0].prev (slot 0 is the sentinel: the null page is
@@ -62,6 +116,15 @@ class BlockPool {
   int64_t fresh_;
   std::unique_ptr<int32_t[], FreeDeleter> ref_;  // calloc: zero pages appear lazily
   std::unique_ptr<Link[], FreeDeleter> link_;    // only read for pages below fresh_
+
+  // Names: a flat open-addressing hash map on (group, key) (linear probing, load <= 1/2,
+  // backward-shift deletion) whose slots hold (32-bit hash << 32 | record), 0 = empty.
+  std::vector<NameRec> recs_;         // [0] unused: record 0 means "no name"
+  int32_t unused_rec_ = 0;            // head of the unused records
+  std::vector<uint64_t> name_table_;  // size a power of two, or empty
+  std::vector<PageName> page_name_;   // indexed by page; covers every page ever named
+  int64_t num_names_ = 0;             // distinct names
+  int64_t num_named_ = 0;             // named pages
 };
 
 // A run of pops from the queue's front with the queue state held in locals: the callers
@@ -73,6 +136,8 @@ class BlockPool::Taker {
       : pool_(p),
         ref_(p.ref_.get()),
         link_(p.link_.get()),
+        names_(p.num_named_ != 0 ? p.page_name_.data() : nullptr),
+        names_end_(static_cast<int64_t>(p.page_name_.size())),
         end_(p.num_blocks_),
         fresh_(p.fresh_),
         head_(p.link_[0].next) {}
@@ -84,6 +149,9 @@ class BlockPool::Taker {
     } else {
       p = head_;
       head_ = link_[p].next;
+      // Eviction: the oldest free page loses its name (no name lookups when none exist).
+      if (names_ != nullptr && p < names_end_ && names_[p].rec != 0) [[unlikely]]
+        pool_.drop_name(p);
     }
     ref_[p] = 1;
     ++taken_;
@@ -102,6 +170,8 @@ class BlockPool::Taker {
   BlockPool& pool_;
   int32_t* ref_;
   Link* link_;
+  const PageName* names_;  // nullptr while no page is named
+  int64_t names_end_;
   int64_t end_, fresh_;
   int32_t head_;
   int64_t taken_ = 0;

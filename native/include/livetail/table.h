@@ -23,7 +23,8 @@ class BlockTable {
         block_size_(std::exchange(o.block_size_, 0)),
         tail_(std::exchange(o.tail_, 0)),
         floor_(std::exchange(o.floor_, 0)),
-        real_(std::exchange(o.real_, 0)) {
+        real_(std::exchange(o.real_, 0)),
+        named_upto_(std::exchange(o.named_upto_, 0)) {
     o.slots_.clear();
   }
 
@@ -41,6 +42,10 @@ class BlockTable {
   const BlockPool* pool() const noexcept { return pool_; }
   // Page size of the group that filled it (0 while unbound).
   int64_t block_size() const noexcept { return block_size_; }
+  // Empty and unbound: what a claim needs.
+  bool is_fresh() const noexcept { return slots_.empty() && pool_ == nullptr; }
+  // Slots below it were offered prefix-cache names and are never revisited.
+  int64_t named_upto() const noexcept { return named_upto_; }
 
  private:
   friend class Manager;
@@ -52,7 +57,8 @@ class BlockTable {
   int64_t tail_ = 0;
   int64_t floor_ = 0;
   int64_t real_ = 0;
-  uint64_t visit_ = 0;  // last batch call that saw this table (finds repeats in O(1))
+  int64_t named_upto_ = 0;  // set by cache_full_blocks and claim, cleared by free
+  uint64_t visit_ = 0;      // last batch call that saw this table (finds repeats in O(1))
 };
 
 }  // namespace livetail
