@@ -219,7 +219,9 @@ class Coordinator:
         """The greatest lcm-multiple boundary every group can resume from (read-only)."""
         ks = check_keys(keys)
         # Sliding and state support is not monotone in T: try every boundary from the top.
-        for T in range((len(ks) * self._base) // self._lcm * self._lcm, 0, -self._lcm):
+        # A claimed table may span at most INT32_MAX tokens (only all-W=1 layouts get there).
+        top = min(len(ks) * self._base, INT32_MAX) // self._lcm * self._lcm
+        for T in range(top, 0, -self._lcm):
             supports = [self._support(g, T, ks) for g in range(self.num_groups)]
             if all(s is not None for s in supports):
                 pages: list[list[int]] = []

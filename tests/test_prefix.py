@@ -273,3 +273,19 @@ def test_live_tail_never_costs_a_hit(
         default=0,
     )
     assert c.match_prefix(keys).num_tokens == expected
+
+
+def test_match_never_claims_past_the_int32_table_limit(impl: ModuleType) -> None:
+    # W=1 needs no page to resume, so every boundary is supported; the claim must still
+    # leave a table spanning at most 2**31 - 1 tokens.
+    big = 2**30
+    c = impl.Coordinator([impl.GroupSpec("sliding", big, sliding_window=1)], impl.BlockPool(4))
+    keys = [bytes([i]) * 32 for i in range(3)]
+    m = c.match_prefix(keys)
+    assert m.num_tokens == big
+    assert c.blocks_consumed_by_claim(m) == 0
+    ts = c.new_tables()
+    c.claim(ts, m)
+    assert len(ts[0]) == 1
+    assert ts[0].extent == big
+    assert as_list(ts[0].page_ids()) == [0]
