@@ -49,9 +49,7 @@ def _live_off_by_one(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = geo.INT
     )
 
 
-def _reclaim_stops_at_first_hole(
-    self: _Manager, pool: BlockPool, table: BlockTable, f: int
-) -> int:
+def _reclaim_stops_at_first_hole(self: _Manager, pool: BlockPool, table: BlockTable, f: int) -> int:
     # Wrong: treats a hole as the end of the expired band.
     b = self._reclaim_bound(table, f)
     released = []

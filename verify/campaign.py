@@ -1,0 +1,279 @@
+"""Run the differential machine for a budget of examples and keep the failing trace.
+
+``run_campaign`` is what ``livetail verify --examples N`` calls (spec against native);
+``run_differential`` is the general form the tests use (any implementations, a wrong spec
+variant, a fixed seed).  Hypothesis stops at the first failure, shrinks it, and replays the
+minimal example last; that last run is the trace written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from hypothesis import HealthCheck, Verbosity, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.errors import Flaky
+from hypothesis.stateful import run_state_machine_as_test
+
+from . import variants
+from .machine import (
+    Impl,
+    StepFailure,
+    TraceSink,
+    differential_machine,
+    implementations,
+    run_trace,
+)
+from .trace import DEFAULT_TRACES_DIR, TraceError, parse_trace, write_trace
+
+STEPS_PER_EXAMPLE = 50
+"""Operations per example in a campaign (the CI test sets its own budget)."""
+
+
+@dataclass
+class DifferentialResult:
+    examples: int
+    seconds: float
+    failure: str | None = None
+    trace: dict[str, Any] | None = None
+    trace_path: Path | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+
+@contextlib.contextmanager
+def _maybe_variant(name: str | None) -> Iterator[None]:
+    if name is None:
+        yield
+    else:
+        with variants.applied(name):
+            yield
+
+
+def run_differential(
+    impls: Sequence[Impl],
+    *,
+    examples: int,
+    steps: int = STEPS_PER_EXAMPLE,
+    variant: str | None = None,
+    seed: int | None = None,
+    traces_dir: Path | str | None = DEFAULT_TRACES_DIR,
+    progress: Callable[[int, int], None] | None = None,
+    origin: str = "differential",
+    parent: settings | None = None,
+    minimize: bool = True,
+) -> DifferentialResult:
+    """Drive `impls` in lockstep for up to `examples` examples of up to `steps` ops.
+
+    `variant` patches the spec with a wrong variant for the whole run.  `seed` fixes
+    Hypothesis' randomness (None: derandomized when `parent` says so, else random).  A
+    failure (after Hypothesis' shrinking and, with `minimize`, ``minimize_trace``) is
+    written to `traces_dir` (None: not written).  Errors that are not a failing step (a
+    bug in the machine itself) propagate.
+    """
+    impls = [
+        Impl(f"spec[{variant}]", i.module) if variant and i.label == "spec" else i for i in impls
+    ]
+    sink = TraceSink(origin=origin, variant=variant)
+    if progress is not None:
+        sink.on_example = lambda n: progress(min(n, examples), examples)
+    base = parent if parent is not None else settings(derandomize=False)
+    run_settings = settings(
+        base,
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        print_blob=False,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+    )
+    machine = differential_machine(impls, sink)
+    if seed is not None:
+        machine = hypothesis_seed(seed)(machine)
+    start = time.monotonic()
+    failure: str | None = None
+    trace: dict[str, Any] | None = None
+    with _maybe_variant(variant):
+        try:
+            run_state_machine_as_test(machine, settings=run_settings)  # type: ignore[no-untyped-call]
+        except (StepFailure, Flaky) as e:
+            failure = str(e)
+        if failure is not None and sink.last is not None:
+            small = minimize_trace(sink.last, impls) if minimize else sink.last
+            world, _ = run_trace(small, impls)
+            trace = world.to_trace(origin, variant) if world.failure else sink.last
+    result = DifferentialResult(
+        min(sink.examples, examples), time.monotonic() - start, failure, trace
+    )
+    if trace is not None and traces_dir is not None:
+        result.trace_path = write_trace(trace, traces_dir)
+    return result
+
+
+def run_campaign(
+    examples: int,
+    traces_dir: Path,
+    seed: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Spec against native for `examples` examples; failing traces go to `traces_dir`.
+
+    Returns {"examples", "failures", "traces", "seconds", "implementations", "seed"}.
+    Raises ``machine.NativeUnavailable`` when the native module cannot be imported.
+    """
+    impls = implementations("both")
+    res = run_differential(
+        impls, examples=examples, seed=seed, traces_dir=traces_dir, progress=progress
+    )
+    return {
+        "examples": res.examples,
+        "failures": 1 if res.failed else 0,
+        "traces": [str(res.trace_path)] if res.trace_path is not None else [],
+        "seconds": round(res.seconds, 3),
+        "implementations": [i.label for i in impls],
+        "seed": seed,
+        "failure": res.failure,
+    }
+
+
+# --- trace-level minimisation -----------------------------------------------------------
+
+NUMERIC_FIELDS = ("tokens", "chunk", "reserve", "frontier", "between_tokens", "doc")
+REQUEST_FIELDS = ("request", "between_request")
+
+
+def _failing_props(trace: dict[str, Any], impls: Sequence[Impl]) -> tuple[list[str], int]:
+    """(failed properties of the first failing step, its index); ([], -1) if all pass."""
+    try:
+        world, _ = run_trace(trace, impls)
+    except Exception:  # a candidate the machine cannot even set up is not a reproduction
+        return [], -1
+    if world.failure is None:
+        return [], -1
+    return world.failure.failed_properties(), world.failure.index
+
+
+def minimize_trace(
+    trace: dict[str, Any], impls: Sequence[Impl], *, budget_seconds: float = 60.0
+) -> dict[str, Any]:
+    """A smaller trace that fails the same way (same first failed property).
+
+    Hypothesis' stateful shrinker leaves steps it cannot delete (rule choices shift when a
+    step goes); replaying a trace takes milliseconds, so this greedy pass finishes the job:
+    drop ops, drop groups and requests, shrink the pool, the windows and page sizes, then
+    every token count and frontier.  Run it under the same variant as the failure.
+    """
+    props, index = _failing_props(trace, impls)
+    if index < 0:
+        return trace
+    target = props[0]
+    deadline = time.monotonic() + budget_seconds
+    best = _with(trace, ops=trace["ops"][: index + 1])
+
+    def fails(candidate: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            c = parse_trace(candidate)
+        except TraceError:
+            return None
+        p, i = _failing_props(c, impls)
+        return _with(c, ops=c["ops"][: i + 1]) if target in p else None
+
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        for candidate in _candidates(best):
+            if time.monotonic() >= deadline:
+                break
+            smaller = fails(candidate)
+            if smaller is not None and _size(smaller) < _size(best):
+                best, changed = smaller, True
+                break
+    return best
+
+
+def _size(t: dict[str, Any]) -> tuple[int, ...]:
+    g = t["geometry"]
+    numbers = sum(op.get(f, 0) for op in t["ops"] for f in NUMERIC_FIELDS)
+    shape = sum(d["block_size"] + d.get("sliding_window", 0) for d in g["groups"])
+    return (len(t["ops"]), len(g["groups"]), g["num_requests"], g["num_blocks"], shape, numbers)
+
+
+def _with(t: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(json.dumps(t))
+    geometry = changes.pop("geometry", None)
+    if geometry:
+        out["geometry"].update(geometry)
+    out.update(changes)
+    return out
+
+
+def _candidates(t: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    ops: list[dict[str, Any]] = t["ops"]
+    g = t["geometry"]
+    groups: list[dict[str, Any]] = g["groups"]
+    # Drop a run of ops, halves first, then quarters, ... then single ops (the last op is
+    # the failing one: keep it).
+    body = len(ops) - 1
+    size = max(body // 2, 1)
+    while size >= 1 and body > 0:
+        for start in range(body - size, -1, -size):
+            yield _with(t, ops=ops[:start] + ops[start + size :])
+        size //= 2
+    # Drop a group, renumbering group fields above it.
+    if len(groups) > 1:
+        for k in range(len(groups)):
+            kept = [
+                {**op, "group": op["group"] - (op["group"] > k)} if "group" in op else op
+                for op in ops
+                if not (op["op"] != "bad" and op.get("group") == k)
+            ]
+            kept = [{**op, "group": 0} if op.get("group") == -1 else op for op in kept]
+            yield _with(t, ops=kept, geometry={"groups": groups[:k] + groups[k + 1 :]})
+    # Drop requests nobody uses, then merge every request into request 0.
+    used = sorted({op[f] for op in ops for f in REQUEST_FIELDS if f in op})
+    if used != list(range(len(used))) or g["num_requests"] > len(used):
+        remap = {r: i for i, r in enumerate(used)}
+        yield _with(
+            t,
+            ops=[{**op, **{f: remap[op[f]] for f in REQUEST_FIELDS if f in op}} for op in ops],
+            geometry={"num_requests": max(len(used), 1)},
+        )
+    if g["num_requests"] > 1:
+        yield _with(
+            t,
+            ops=[{**op, **{f: 0 for f in REQUEST_FIELDS if f in op}} for op in ops],
+            geometry={"num_requests": 1},
+        )
+    # Drop the acquire in the middle of a claim.
+    for i, op in enumerate(ops):
+        if "between_request" in op:
+            plain = {k: v for k, v in op.items() if k not in ("between_request", "between_tokens")}
+            yield _with(t, ops=ops[:i] + [plain] + ops[i + 1 :])
+    # A smaller pool.
+    for nb in range(1, g["num_blocks"]):
+        yield _with(t, geometry={"num_blocks": nb})
+    # Simpler groups: live tail off, smaller windows, smaller page sizes.
+    for k, d in enumerate(groups):
+        options: list[dict[str, Any]] = []
+        if d["kind"] == "sliding":
+            options += [{**d, "sliding_window": w} for w in range(1, d["sliding_window"])]
+        options += [{**d, "block_size": b} for b in range(1, d["block_size"])]
+        for o in options:
+            yield _with(t, geometry={"groups": groups[:k] + [o] + groups[k + 1 :]})
+    # Smaller token counts and frontiers.
+    for i, op in enumerate(ops):
+        for f in NUMERIC_FIELDS:
+            v = op.get(f, 0)
+            for smaller in sorted({0, 1, 2, v // 2, v - 1}):
+                if 0 <= smaller < v:
+                    yield _with(t, ops=ops[:i] + [{**op, f: smaller}] + ops[i + 1 :])

@@ -1,0 +1,270 @@
+"""``livetail replay TRACE``: re-run a trace on both implementations, step by step.
+
+For every op it prints what each side returned, the charge against the pages taken, the
+state of the pool and the request's tables (once when the sides agree, per side when they
+do not), and every property's verdict.  Exit status: 0 when every side agrees and every
+property holds on the whole trace, 1 when a divergence or a violation is reproduced, 2 for
+a usage error (unreadable trace, unknown variant, native module missing).
+
+A trace records the wrong spec variant it was found against (``"variant"``), but replay
+runs the real spec unless ``--variant NAME`` is given: a trace of a fixed bug, or of a
+variant, must replay green against the code as it is.  It prints a hint when they differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
+
+from . import variants
+from .machine import (
+    Impl,
+    Lockstep,
+    NativeUnavailable,
+    SideStep,
+    StepReport,
+    describe_op,
+    implementations,
+)
+from .trace import TraceError, load_trace, trace_geometry
+
+PREFIX_OPS = frozenset({"cache", "claim"})
+
+EXIT_OK = 0
+EXIT_REPRODUCED = 1
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="livetail replay",
+        description="Re-run a livetail trace on the spec and the native module, step by step.",
+    )
+    p.add_argument("trace", help="a trace file (JSON, see docs/traces.md)")
+    p.add_argument(
+        "--variant",
+        choices=sorted(variants.VARIANTS),
+        help="replay against this deliberately wrong variant of the spec",
+    )
+    p.add_argument(
+        "--impl",
+        choices=("spec", "native", "both"),
+        default="both",
+        help="which implementations to run (default: both, compared step by step)",
+    )
+    p.add_argument(
+        "--keep-going", action="store_true", help="run every op even after a failing step"
+    )
+    p.add_argument("--quiet", action="store_true", help="print only the verdict")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Entry point of ``livetail replay``; returns the exit status."""
+    w = out if out is not None else sys.stdout
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    try:
+        trace = load_trace(args.trace)
+    except TraceError as e:
+        print(f"livetail replay: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.variant and args.impl == "native":
+        print(
+            "livetail replay: --variant changes the spec; use --impl spec or both", file=sys.stderr
+        )
+        return EXIT_USAGE
+    try:
+        impls = implementations(args.impl)
+    except NativeUnavailable as e:
+        print(f"livetail replay: {e}; use --impl spec", file=sys.stderr)
+        return EXIT_USAGE
+    prefix_ops = sorted({op["op"] for op in trace["ops"]} & PREFIX_OPS)
+    lacking = [i.label for i in impls if not hasattr(i.module.Coordinator, "match_prefix")]
+    if prefix_ops and lacking:
+        print(
+            f"livetail replay: the trace uses {', '.join(prefix_ops)} but {', '.join(lacking)} "
+            "has no prefix caching",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    with _variant(args.variant):
+        ok = replay(
+            trace,
+            impls,
+            w,
+            variant=args.variant,
+            keep_going=args.keep_going,
+            quiet=args.quiet,
+            path=args.trace,
+        )
+    return EXIT_OK if ok else EXIT_REPRODUCED
+
+
+@contextlib.contextmanager
+def _variant(name: str | None) -> Iterator[None]:
+    if name is None:
+        yield
+    else:
+        with variants.applied(name):
+            yield
+
+
+def replay(
+    trace: dict[str, Any],
+    impls: Sequence[Impl],
+    w: TextIO,
+    *,
+    variant: str | None = None,
+    keep_going: bool = False,
+    quiet: bool = False,
+    path: str = "",
+) -> bool:
+    """Run and print a trace; True when every side agrees and every property holds."""
+    geometry = trace_geometry(trace)
+    impls = labelled(impls, variant)
+    labels = [i.label for i in impls]
+
+    def say(line: str = "") -> None:
+        if not quiet:
+            print(line, file=w)
+
+    say(f"trace     {path} (format v{trace['version']}, origin {trace['origin']})")
+    if trace["title"]:
+        say(f"title     {trace['title']}")
+    say(f"geometry  {geometry.describe()}")
+    say(f"running   {' vs '.join(labels)}")
+    recorded = trace.get("variant")
+    if recorded and recorded != variant:
+        say(
+            f"note      recorded against the wrong variant {recorded!r}; this replays "
+            f"{'the real spec' if not variant else repr(variant)} "
+            f"(add --variant {recorded} to reproduce the recording)"
+        )
+    observed = trace.get("observed")
+    if observed:
+        say(f"recorded  step {observed.get('step')}: {', '.join(observed.get('properties', []))}")
+    say()
+
+    world = Lockstep(geometry, impls)
+    first_bad: StepReport | None = None
+    for op in trace["ops"]:
+        rep = world.run(op)
+        if not quiet:
+            _print_step(rep, labels, w)
+        if not rep.ok and first_bad is None:
+            first_bad = rep
+            if not keep_going:
+                remaining = len(trace["ops"]) - rep.index - 1
+                if remaining:
+                    say(f"stopped after the failing step ({remaining} op(s) not run; --keep-going)")
+                break
+    if first_bad is None:
+        agree = f"{' and '.join(labels)} agree, " if len(labels) > 1 else ""
+        print(
+            f"result    OK: {len(trace['ops'])} step(s), {agree}every property holds on "
+            f"{', '.join(labels)} (exit 0)",
+            file=w,
+        )
+        return True
+    print(
+        f"result    REPRODUCED at step {first_bad.index} {describe_op(first_bad.op)}: "
+        f"{', '.join(first_bad.failed_properties())} (exit 1)",
+        file=w,
+    )
+    for f in first_bad.failures:
+        print(f"          {f}", file=w)
+    return False
+
+
+def labelled(impls: Sequence[Impl], variant: str | None) -> list[Impl]:
+    """The spec side renamed ``spec[NAME]`` when a variant is patched in."""
+    if variant is None:
+        return list(impls)
+    return [Impl(f"spec[{variant}]", i.module) if i.label == "spec" else i for i in impls]
+
+
+def _print_step(rep: StepReport, labels: list[str], w: TextIO) -> None:
+    print(f"step {rep.index}  {describe_op(rep.op)}", file=w)
+    outs = [str(s.outcome) for s in rep.sides]
+    if len(set(outs)) == 1:
+        print(f"  returned    {outs[0]}", file=w)
+    else:
+        print("  returned    " + " | ".join(f"{lab}: {o}" for lab, o in zip(labels, outs)), file=w)
+    charge = _charge_line(rep.op, rep.sides[0])
+    if charge:
+        print(f"  charge      {charge}", file=w)
+    r = rep.op.get("request", 0)
+    states = [_state_lines(s, r) for s in rep.sides]
+    if all(st == states[0] for st in states):
+        tag = "(all)" if len(states) > 1 else ""
+        for i, line in enumerate(states[0]):
+            print(f"  {'state ' + tag if i == 0 else '':<11} {line}", file=w)
+    else:
+        for lab, lines in zip(labels, states):
+            for i, line in enumerate(lines):
+                print(f"  {lab if i == 0 else '':<11} {line}", file=w)
+    verdicts = _verdicts(rep)
+    print(
+        "  properties  " + "  ".join(f"{p} {'ok' if ok else 'FAIL'}" for p, ok in verdicts), file=w
+    )
+    for f in rep.failures:
+        print(f"    ! {f}", file=w)
+    print(file=w)
+
+
+def _charge_line(op: dict[str, Any], s: SideStep) -> str:
+    f = s.facts
+    kind = op["op"]
+    if kind == "admit":
+        line = (
+            f"sequential {f.get('sequential')} (slot by slot {f.get('oracle_sequential')}), "
+            f"combined {f.get('combined')}, chunk need {f.get('chunk_need')}, "
+            f"free {f.get('free_before')}"
+        )
+        if "chunk_take" in f:
+            line += (
+                f" | took chunk {f['chunk_take']} + decode {f['decode_take']} = "
+                f"{f['chunk_take'] + f['decode_take']}, peak {f['peak']}"
+            )
+        else:
+            line += " | deferred (charge above the free pages)"
+        return line
+    if kind in ("acquire", "decode", "group_acquire"):
+        taken = s.before.pool.num_free - s.after.pool.num_free
+        by_group = f.get("need_by_group")
+        groups = f" (per group {by_group})" if by_group else ""
+        free = s.before.pool.num_free
+        return f"blocks_needed_for {f.get('need')}{groups}, free {free} | took {taken}"
+    if kind == "claim" and "match_tokens" in f:
+        between = f" | between: acquire {f['between_acquire']}" if "between_acquire" in f else ""
+        return (
+            f"match {f['match_tokens']} tokens, pages {f['match_pages']}, "
+            f"blocks_consumed_by_claim {f['consumed']}{between}"
+        )
+    if kind in ("reclaim", "group_reclaim"):
+        return f"blocks_reclaimable_at {f.get('predicted')} | released {s.outcome}"
+    return ""
+
+
+def _state_lines(s: SideStep, r: int) -> list[str]:
+    lines = [s.after.pool.compact()]
+    for g, t in enumerate(s.after.tables[r]):
+        lines.append(f"r{r}g{g} {t.compact()}")
+    return lines
+
+
+def _verdicts(rep: StepReport) -> list[tuple[str, bool]]:
+    props: dict[str, bool] = {}
+    if len(rep.sides) > 1:
+        props["agree"] = rep.agree.ok
+    for s in rep.sides:
+        for v in s.verdicts:
+            props[v.prop] = props.get(v.prop, True) and v.ok
+    return list(props.items())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
