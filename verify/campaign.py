@@ -105,7 +105,7 @@ def run_differential(
     trace: dict[str, Any] | None = None
     with _maybe_variant(variant):
         try:
-            run_state_machine_as_test(machine, settings=run_settings)  # type: ignore[no-untyped-call]
+            run_state_machine_as_test(machine, settings=run_settings)  # type: ignore[no-untyped-call,unused-ignore]
         except (StepFailure, Flaky) as e:
             failure = str(e)
         if failure is not None and sink.last is not None:
