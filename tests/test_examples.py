@@ -36,3 +36,17 @@ def test_workload_benchmark_runs_on_both_implementations(
     # Same workload, same decisions: both implementations print the same figures.
     assert len(rows) == 4
     assert [r[:7] for r in rows[:2]] == [r[:7] for r in rows[2:]]
+
+
+def test_readme_ten_line_example_runs_with_the_figures_it_states() -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Ten lines", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    ns: dict[str, object] = {}
+    exec(block, ns)
+    # 8192 tokens + 1 decode token: (32 + 1) + (64 + 1) + (64 + 1) pages.
+    assert ns["charge"] == 163
+    ids = ns["ids"]
+    assert len(ids) == 1024  # type: ignore[arg-type]
+    assert [s for s, p in enumerate(ids) if p][:4] == [30, 31, 62, 63]  # type: ignore[call-overload]
+    # After reclaim and free every page is back.
+    assert ns["pool"].num_free == (1 << 16) - 1  # type: ignore[attr-defined]
