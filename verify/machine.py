@@ -372,6 +372,15 @@ class Side:
             del shadow[n:]
         shadow.extend([frontier] * (n - len(shadow)))
 
+    def acquire(self, r: int, n: int) -> Outcome:
+        """Coordinator acquire of n tokens for request r, recording the creation frontiers."""
+        ts = self.tables[r]
+        extents = [int(t.extent) for t in ts]
+        out = call(self.coord.acquire, ts, n)
+        for g, e in enumerate(extents):
+            self.note_shape(r, g, e + n)
+        return out
+
     def note_free(self, r: int, g: int) -> None:
         self.created[r][g] = self.created[r][g][: len(self.tables[r][g])]
 
@@ -688,11 +697,7 @@ class Lockstep:
             facts["need_by_group"] = [
                 call(m.blocks_needed_for, t, n).value for m, t in zip(side.managers, ts)
             ]
-            extents = [int(t.extent) for t in ts]
-            out = call(side.coord.acquire, ts, n)
-            for g, e in enumerate(extents):
-                side.note_shape(r, g, e + n)
-            return out
+            return side.acquire(r, n)
         if kind == "group_acquire":
             g, n = op["group"], op["tokens"]
             m, t = side.managers[g], ts[op["group"]]
@@ -760,10 +765,7 @@ class Lockstep:
         if not isinstance(facts["sequential"], int) or facts["sequential"] > free0:
             return Outcome("deferred")
         pinned0 = int(pool.num_pinned)
-        extents = [int(t.extent) for t in ts]
-        ok1 = call(side.coord.acquire, ts, chunk)
-        for g, e in enumerate(extents):
-            side.note_shape(r, g, e + chunk)
+        ok1 = side.acquire(r, chunk)
         facts["chunk_ok"] = ok1.value
         facts["chunk_take"] = free0 - int(pool.num_free)
         peak = int(pool.num_pinned)
@@ -771,10 +773,7 @@ class Lockstep:
             f = min(int(t.extent) for t in ts)
             facts["reclaimed"] = call(side.coord.reclaim_expired, ts, f).value
         free1 = int(pool.num_free)
-        extents = [int(t.extent) for t in ts]
-        ok2 = call(side.coord.acquire, ts, reserve)
-        for g, e in enumerate(extents):
-            side.note_shape(r, g, e + reserve)
+        ok2 = side.acquire(r, reserve)
         facts["decode_ok"] = ok2.value
         facts["decode_take"] = free1 - int(pool.num_free)
         facts["peak"] = max(peak, int(pool.num_pinned)) - pinned0
@@ -800,10 +799,7 @@ class Lockstep:
         facts["consumed"] = str(call(side.coord.blocks_consumed_by_claim, match))
         if "between_request" in op:
             other, n = op["between_request"], op["between_tokens"]
-            extents = [int(t.extent) for t in side.tables[other]]
-            facts["between_acquire"] = str(call(side.coord.acquire, side.tables[other], n))
-            for g, x in enumerate(extents):
-                side.note_shape(other, g, x + n)
+            facts["between_acquire"] = str(side.acquire(other, n))
             facts["consumed"] = str(call(side.coord.blocks_consumed_by_claim, match))
         facts["_before_claim"] = side.state()
         out = call(side.coord.claim, side.tables[r], match)
