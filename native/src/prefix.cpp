@@ -146,6 +146,7 @@ Sha256::Sha256(bool accelerated) noexcept : compress_(compress_portable) {
 const char* Sha256::implementation() noexcept { return kHasShaNi ? "sha-ni" : "portable"; }
 
 void Sha256::update(const void* data, size_t len) noexcept {
+  if (len == 0) return;  // data may be null then (an empty span), which memcpy must not see
   auto p = static_cast<const uint8_t*>(data);
   len_ += len;
   if (fill_ != 0) {
