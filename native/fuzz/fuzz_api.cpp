@@ -1,0 +1,679 @@
+// Fuzz target over the C++ API: the input bytes are decoded into a small coordinator and a
+// sequence of calls (native/fuzz/README.md gives the encoding); after every call the
+// semantics' invariants are checked and any violation aborts with the reason.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "../tests/queue_rule.h"
+#include "livetail/coordinator.h"
+
+namespace {
+
+using namespace livetail;
+using livetail::testing::model_release;
+
+constexpr int kRequests = 3;
+constexpr int64_t kMaxTokens = 2048;  // per table: keeps the documents' keys precomputed
+constexpr int64_t kPageSizes[] = {1, 2, 3, 4, 8, 16};
+
+[[noreturn]] void violated(int line, const char* what) {
+  std::fprintf(stderr, "fuzz_api.cpp:%d: invariant violated: %s\n", line, what);
+  std::abort();
+}
+#define CHECK(cond)                         \
+  do {                                      \
+    if (!(cond)) violated(__LINE__, #cond); \
+  } while (0)
+
+class Input {
+ public:
+  Input(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  bool empty() const { return p_ == end_; }
+  uint8_t byte() { return p_ == end_ ? 0 : *p_++; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// Token i of document d: shared by every document below 24 (the machine's doc_tokens).
+const std::vector<Key>& doc_keys(int doc, int64_t base) {
+  static std::map<std::pair<int, int64_t>, std::vector<Key>> cache;
+  auto it = cache.find({doc, base});
+  if (it != cache.end()) return it->second;
+  std::vector<uint32_t> tokens(kMaxTokens);
+  for (int64_t i = 0; i < kMaxTokens; ++i)
+    tokens[static_cast<size_t>(i)] =
+        static_cast<uint32_t>(i < 24 ? i : 1000003 * static_cast<int64_t>(doc + 1) + i);
+  return cache.emplace(std::pair{doc, base}, page_keys(tokens, base)).first->second;
+}
+
+struct TableState {
+  std::vector<int32_t> slots;
+  int64_t tail, floor, real, named_upto, block_size;
+  const BlockPool* pool;
+  bool operator==(const TableState&) const = default;
+};
+
+struct Snapshot {
+  std::vector<int32_t> queue, refs;
+  std::vector<bool> cached;
+  std::vector<TableState> tables;  // request-major
+  std::vector<int32_t> held;
+  int64_t num_free, num_cached;
+  bool operator==(const Snapshot&) const = default;
+};
+
+class World {
+ public:
+  World(std::vector<GroupSpec> specs, int64_t num_blocks)
+      : pool_(num_blocks), other_(num_blocks), coord_(std::move(specs), pool_) {
+    for (auto& r : tables_) r.resize(static_cast<size_t>(coord_.num_groups()));
+  }
+
+  void step(Input& in);
+  void check() const;
+
+ private:
+  size_t groups() const { return static_cast<size_t>(coord_.num_groups()); }
+  std::vector<BlockTable*> request(int r) {
+    std::vector<BlockTable*> ts;
+    for (BlockTable& t : tables_[static_cast<size_t>(r)]) ts.push_back(&t);
+    return ts;
+  }
+  int64_t min_extent(int r) const {
+    int64_t e = kMaxTokens;
+    for (const BlockTable& t : tables_[static_cast<size_t>(r)]) e = std::min(e, t.extent());
+    return e;
+  }
+  int64_t max_extent(int r) const {
+    int64_t e = 0;
+    for (const BlockTable& t : tables_[static_cast<size_t>(r)]) e = std::max(e, t.extent());
+    return e;
+  }
+  // A token count from one byte: mostly small, sometimes lcm multiples; capped per table.
+  int64_t tokens(uint8_t b, int r) const {
+    int64_t n = b < 192 ? b % 64 : (b - 191) * coord_.lcm_block_size();
+    return std::min(n, kMaxTokens - max_extent(r));
+  }
+  // A frontier at or below every table's extent, mostly at it.
+  int64_t frontier(uint8_t b, int r) const {
+    const int64_t e = min_extent(r);
+    return b < 128 ? e : std::max<int64_t>(0, e - (b % 16));
+  }
+  std::vector<int32_t> queue() const {
+    std::vector<int32_t> q(static_cast<size_t>(pool_.num_free()));
+    pool_.copy_free_queue(q.data());
+    return q;
+  }
+  Snapshot snapshot() const;
+  // A call that raised std::invalid_argument or reported failure changed nothing.
+  void expect_unchanged(const Snapshot& before) const { CHECK(snapshot() == before); }
+  // Pages released one by one (in that order) joined the queue by the release rule.
+  void expect_queue(const Snapshot& before, const std::vector<int32_t>& released) const;
+  // The new real slots of a successful acquire hold the queue's front, in ascending slot
+  // order and group order, and nothing else changed.
+  void expect_exact_take(const Snapshot& before, int r, std::optional<size_t> only_group,
+                         int64_t need) const;
+
+  void acquire(int r, int64_t n);
+  void admit(int r, int64_t first, int64_t extra, bool reclaim_between);
+  void reclaim(int r, int64_t f);
+  void free_request(int r);
+  void group_op(int r, size_t g, uint8_t what, uint8_t arg);
+  void cache(int r, int doc, int64_t n, int64_t fewer_keys);
+  void match_and_claim(int r, int doc, int64_t n, bool keep);
+  void claim_saved(int r);
+  void decode_step();
+  void pool_allocate(int64_t k);
+  void pool_free(uint8_t a, uint8_t b);
+  void bad_call(int r, uint8_t what);
+
+  template <class F>
+  void expect_throw(F&& call) {
+    const Snapshot before = snapshot();
+    bool thrown = false;
+    try {
+      call();
+    } catch (const std::invalid_argument&) {
+      thrown = true;
+    }
+    CHECK(thrown);
+    expect_unchanged(before);
+  }
+
+  BlockPool pool_;
+  BlockPool other_;  // tables bound elsewhere are rejected
+  Coordinator coord_;
+  std::array<std::vector<BlockTable>, kRequests> tables_;
+  std::vector<int32_t> held_;  // pages the engine took straight from the pool
+  std::optional<PrefixMatch> saved_;
+};
+
+Snapshot World::snapshot() const {
+  Snapshot s;
+  s.queue = queue();
+  s.refs.resize(static_cast<size_t>(pool_.num_blocks()));
+  pool_.copy_ref_counts(s.refs.data());
+  for (int64_t p = 0; p < pool_.num_blocks(); ++p) s.cached.push_back(pool_.is_cached(p));
+  for (const auto& r : tables_)
+    for (const BlockTable& t : r)
+      s.tables.push_back({{t.page_ids().begin(), t.page_ids().end()},
+                          t.tail_available(),
+                          t.reclaim_floor(),
+                          t.num_real_pages(),
+                          t.named_upto(),
+                          t.block_size(),
+                          t.pool()});
+  s.held = held_;
+  s.num_free = pool_.num_free();
+  s.num_cached = pool_.num_cached();
+  return s;
+}
+
+void World::check() const {
+  const int64_t n = pool_.num_blocks();
+  CHECK(pool_.num_free() + pool_.num_pinned() == n - 1);
+  std::vector<int32_t> refs(static_cast<size_t>(n));
+  pool_.copy_ref_counts(refs.data());
+  CHECK(refs[0] == 0);
+  // Conservation: every count equals its holders (slots of every table, the engine's pages).
+  std::vector<int32_t> holders(static_cast<size_t>(n), 0);
+  for (int32_t p : held_) ++holders[static_cast<size_t>(p)];
+  int64_t named = 0;
+  for (int64_t p = 0; p < n; ++p) named += pool_.is_cached(p);
+  CHECK(named == pool_.num_cached());
+  CHECK(!pool_.is_cached(0));
+  for (const auto& r : tables_)
+    for (size_t g = 0; g < r.size(); ++g) {
+      const BlockTable& t = r[g];
+      const Manager& m = coord_.managers()[g];
+      const int64_t B = m.block_size();
+      const auto slots = t.page_ids();
+      int64_t real = 0;
+      for (int32_t p : slots) {
+        CHECK(p >= 0 && p < n);
+        if (p != 0) ++holders[static_cast<size_t>(p)], ++real;
+      }
+      CHECK(real == t.num_real_pages());
+      if (slots.empty()) {
+        CHECK(!t.is_bound() && t.tail_available() == 0 && t.reclaim_floor() == 0);
+        continue;
+      }
+      CHECK(t.pool() == &pool_ && t.block_size() == B);
+      CHECK(t.tail_available() >= 0 && t.tail_available() < B);
+      CHECK(t.reclaim_floor() <= t.size());
+      CHECK(t.extent() == t.size() * B - t.tail_available());
+      for (int64_t s = 0; s < t.reclaim_floor(); ++s) CHECK(slots[static_cast<size_t>(s)] == 0);
+      // No hole inside the window nor among the resume pages (every slot when not live).
+      const int64_t W = m.sliding_window(), A = m.live_alloc_alignment();
+      const int64_t out = m.kind() == GroupKind::full ? 0 : geometry::slid_out(t.extent(), W, B);
+      const int64_t per = geometry::period(A, B), kept = geometry::kept_per_period(W, B, A);
+      for (int64_t s = t.reclaim_floor(); s < t.size(); ++s)
+        if (A == 0 || s >= out || s % per >= per - kept) CHECK(slots[static_cast<size_t>(s)] != 0);
+    }
+  for (int64_t p = 1; p < n; ++p)
+    CHECK(refs[static_cast<size_t>(p)] == holders[static_cast<size_t>(p)]);
+  // The queue holds exactly the pages with count 0, each once.
+  std::vector<bool> queued(static_cast<size_t>(n), false);
+  for (int32_t p : queue()) {
+    CHECK(p > 0 && p < n && !queued[static_cast<size_t>(p)]);
+    queued[static_cast<size_t>(p)] = true;
+    CHECK(refs[static_cast<size_t>(p)] == 0);
+  }
+  for (int64_t p = 1; p < n; ++p)
+    CHECK(queued[static_cast<size_t>(p)] == (refs[static_cast<size_t>(p)] == 0));
+}
+
+void World::expect_queue(const Snapshot& before, const std::vector<int32_t>& released) const {
+  std::deque<int32_t> q(before.queue.begin(), before.queue.end());
+  for (int32_t p : released) model_release(q, p, before.cached[static_cast<size_t>(p)]);
+  CHECK(std::vector<int32_t>(q.begin(), q.end()) == queue());
+}
+
+void World::expect_exact_take(const Snapshot& before, int r, std::optional<size_t> only_group,
+                              int64_t need) const {
+  CHECK(before.num_free - pool_.num_free() == need);
+  const Snapshot after = snapshot();
+  std::vector<int32_t> taken;
+  for (size_t i = 0; i < after.tables.size(); ++i) {
+    const auto& b = before.tables[i];
+    const auto& a = after.tables[i];
+    const bool acted =
+        static_cast<int>(i / groups()) == r && (!only_group || i % groups() == *only_group);
+    if (!acted) {
+      CHECK(a == b);
+      continue;
+    }
+    CHECK(a.slots.size() >= b.slots.size());
+    CHECK(std::equal(b.slots.begin(), b.slots.end(), a.slots.begin()));
+    for (size_t s = b.slots.size(); s < a.slots.size(); ++s)
+      if (a.slots[s] != 0) taken.push_back(a.slots[s]);
+  }
+  CHECK(static_cast<int64_t>(taken.size()) == need);
+  CHECK(std::equal(taken.begin(), taken.end(), before.queue.begin()));
+  // An allocation drops the name of every page it pops (eviction).
+  for (int32_t p : taken) CHECK(!pool_.is_cached(p));
+}
+
+void World::acquire(int r, int64_t n) {
+  auto ts = request(r);
+  const int64_t need = coord_.blocks_needed_for(ts, n);
+  int64_t manager_sum = 0;
+  for (size_t g = 0; g < groups(); ++g)
+    manager_sum += coord_.managers()[g].blocks_needed_for(*ts[g], n);
+  CHECK(need == manager_sum);
+  const Snapshot before = snapshot();
+  if (coord_.acquire(ts, n)) {
+    expect_exact_take(before, r, std::nullopt, need);
+  } else {
+    CHECK(need > before.num_free);  // a shortfall, and only then a failure
+    expect_unchanged(before);
+  }
+}
+
+void World::admit(int r, int64_t first, int64_t extra, bool reclaim_between) {
+  auto ts = request(r);
+  const int64_t charge = coord_.blocks_needed_for_sequential(ts, first, extra);
+  const int64_t chunk = coord_.blocks_needed_for(ts, first);
+  CHECK(charge >= chunk);                 // the decode hold-back is never negative
+  if (charge > pool_.num_free()) return;  // deferred
+  const int64_t pinned0 = pool_.num_pinned();
+  const Snapshot before = snapshot();
+  CHECK(coord_.acquire(ts, first));
+  expect_exact_take(before, r, std::nullopt, chunk);
+  check();
+  int64_t peak = pool_.num_pinned() - pinned0;
+  if (reclaim_between) reclaim(r, min_extent(r));
+  const int64_t hold = coord_.blocks_needed_for(ts, extra);
+  CHECK(hold == charge - chunk);  // exactly what the decode acquire takes
+  const Snapshot mid = snapshot();
+  CHECK(coord_.acquire(ts, extra));
+  expect_exact_take(mid, r, std::nullopt, hold);
+  peak = std::max(peak, pool_.num_pinned() - pinned0);
+  CHECK(peak <= charge);
+}
+
+void World::reclaim(int r, int64_t f) {
+  auto ts = request(r);
+  int64_t predicted = 0;
+  for (size_t g = 0; g < groups(); ++g)
+    predicted += coord_.managers()[g].blocks_reclaimable_at(*ts[g], f);
+  const Snapshot before = snapshot();
+  std::vector<int32_t> released;  // groups in order, each band in ascending slot order
+  for (size_t g = 0; g < groups(); ++g) {
+    const Manager& m = coord_.managers()[g];
+    if (m.kind() == GroupKind::full) continue;
+    const auto s = ts[g]->page_ids();
+    const int64_t b = geometry::reclaim_bound(f, ts[g]->size(), m.sliding_window(), m.block_size());
+    for (int64_t i = ts[g]->reclaim_floor(); i < b; ++i) {
+      const int32_t p = s[static_cast<size_t>(i)];
+      if (p != 0 && pool_.ref_count(p) == 1) released.push_back(p);
+    }
+  }
+  CHECK(coord_.reclaim_expired(ts, f) == predicted);
+  CHECK(static_cast<int64_t>(released.size()) == predicted);
+  expect_queue(before, released);
+  for (size_t g = 0; g < groups(); ++g) {
+    const Manager& m = coord_.managers()[g];
+    if (m.kind() == GroupKind::full) continue;
+    const int64_t b = geometry::reclaim_bound(f, ts[g]->size(), m.sliding_window(), m.block_size());
+    for (int64_t i = 0; i < b; ++i) CHECK(ts[g]->page_ids()[static_cast<size_t>(i)] == 0);
+    CHECK(ts[g]->reclaim_floor() ==
+              std::max(before.tables[static_cast<size_t>(r) * groups() + g].floor, b) ||
+          ts[g]->size() == 0);
+  }
+}
+
+void World::free_request(int r) {
+  auto ts = request(r);
+  const Snapshot before = snapshot();
+  std::vector<int32_t> released;  // groups in order, each table last slot first
+  for (BlockTable* t : ts) {
+    const auto s = t->page_ids();
+    for (size_t i = s.size(); i-- > 0;)
+      if (s[i] != 0 && pool_.ref_count(s[i]) == 1) released.push_back(s[i]);
+  }
+  CHECK(coord_.free(ts) == static_cast<int64_t>(released.size()));
+  for (BlockTable* t : ts) CHECK(t->is_fresh() && t->tail_available() == 0 && t->named_upto() == 0);
+  expect_queue(before, released);
+}
+
+// Single-group calls: the only path to tables of one request with different extents.
+void World::group_op(int r, size_t g, uint8_t what, uint8_t arg) {
+  BlockTable& t = tables_[static_cast<size_t>(r)][g];
+  const Manager& m = coord_.managers()[g];
+  const Snapshot before = snapshot();
+  switch (what % 3) {
+    case 0: {
+      const int64_t n = std::min(tokens(arg, r), kMaxTokens - t.extent());
+      const int64_t need = m.blocks_needed_for(t, n);
+      if (m.acquire(pool_, t, n)) {
+        expect_exact_take(before, r, g, need);
+      } else {
+        CHECK(need > before.num_free);
+        expect_unchanged(before);
+      }
+      break;
+    }
+    case 1: {
+      const int64_t f = arg < 128 ? t.extent() : std::max<int64_t>(0, t.extent() - arg % 16);
+      const int64_t predicted = m.blocks_reclaimable_at(t, f);
+      CHECK(m.reclaim_expired(pool_, t, f) == predicted);
+      break;
+    }
+    default: {
+      int64_t last = 0;
+      for (int32_t p : t.page_ids()) last += p != 0 && pool_.ref_count(p) == 1;
+      CHECK(m.free(pool_, t) == last);
+      CHECK(t.is_fresh());
+    }
+  }
+}
+
+void World::cache(int r, int doc, int64_t n, int64_t fewer_keys) {
+  auto ts = request(r);
+  const int64_t base = coord_.base_block_size();
+  const auto& all = doc_keys(doc, base);
+  const int64_t nkeys = std::max<int64_t>(0, n / base - fewer_keys);
+  const std::span<const Key> keys(all.data(), static_cast<size_t>(nkeys));
+  Snapshot before = snapshot();
+  const int64_t named = coord_.cache_full_blocks(ts, keys, n);
+  CHECK(pool_.num_cached() - before.num_cached == named);
+  // Naming moves no page: only the names and the tables' naming cursors changed.
+  Snapshot after = snapshot();
+  for (auto* s : {&before, &after}) {
+    s->cached.clear();
+    s->num_cached = 0;
+    for (auto& t : s->tables) t.named_upto = 0;
+  }
+  CHECK(after == before);
+}
+
+void World::match_and_claim(int r, int doc, int64_t n, bool keep) {
+  const int64_t base = coord_.base_block_size();
+  const auto& all = doc_keys(doc, base);
+  const std::span<const Key> keys(all.data(), static_cast<size_t>(n / base));
+  const Snapshot before = snapshot();
+  PrefixMatch match = coord_.match_prefix(keys);
+  const int64_t consumed = coord_.blocks_consumed_by_claim(match);
+  expect_unchanged(before);  // read-only
+  const int64_t T = match.num_tokens();
+  CHECK(T >= 0 && T % coord_.lcm_block_size() == 0 && T <= n / base * base);
+  CHECK(match.num_groups() == coord_.num_groups());
+  int64_t free_matched = 0;
+  for (size_t g = 0; g < groups(); ++g) {
+    const Manager& m = coord_.managers()[g];
+    const auto pages = match.pages(static_cast<int64_t>(g));
+    const int64_t b = T / m.block_size();
+    CHECK(static_cast<int64_t>(pages.size()) == b);
+    const int64_t R = m.kind() == GroupKind::full
+                          ? b
+                          : geometry::resume_pages(m.sliding_window(), m.block_size());
+    for (int64_t j = 0; j < b; ++j) {
+      const int32_t p = pages[static_cast<size_t>(j)];
+      CHECK((p != 0) == (j >= b - R));  // real exactly where the group needs it
+      if (p != 0) {
+        CHECK(pool_.is_cached(p));
+        free_matched += pool_.ref_count(p) == 0;
+      }
+    }
+  }
+  CHECK(consumed == free_matched);
+  auto ts = request(r);
+  bool fresh = true;
+  for (BlockTable* t : ts) fresh &= t->is_fresh();
+  if (!fresh) {
+    expect_throw([&] { coord_.claim(ts, match); });
+  } else {
+    coord_.claim(ts, match);
+    CHECK(before.num_free - pool_.num_free() == consumed);
+    for (size_t g = 0; g < groups(); ++g) {
+      const Manager& m = coord_.managers()[g];
+      const auto pages = match.pages(static_cast<int64_t>(g));
+      const BlockTable& t = *ts[g];
+      CHECK(std::ranges::equal(t.page_ids(), pages));
+      CHECK(t.tail_available() == 0);
+      const int64_t b = static_cast<int64_t>(pages.size());
+      const int64_t floor = m.kind() == GroupKind::full
+                                ? 0
+                                : std::max<int64_t>(0, b - geometry::resume_pages(
+                                                               m.sliding_window(), m.block_size()));
+      CHECK(t.reclaim_floor() == (b == 0 ? 0 : floor));
+      for (int32_t p : pages)
+        if (p != 0) CHECK(pool_.ref_count(p) == before.refs[static_cast<size_t>(p)] + 1);
+    }
+  }
+  if (keep) saved_ = std::move(match);
+}
+
+// A match kept across other calls: valid, stale (an allocation evicted a matched page) or
+// claimed into tables that are no longer fresh. Either it succeeds exactly or changes nothing.
+void World::claim_saved(int r) {
+  if (!saved_) return;
+  auto ts = request(r);
+  const Snapshot before = snapshot();
+  int64_t consumed = -1;
+  try {
+    consumed = coord_.blocks_consumed_by_claim(*saved_);
+  } catch (const std::invalid_argument&) {
+    expect_unchanged(before);
+  }
+  try {
+    coord_.claim(ts, *saved_);
+  } catch (const std::invalid_argument&) {
+    expect_unchanged(before);
+    return;
+  }
+  CHECK(consumed >= 0);  // a claim succeeds only where the consumed query does
+  CHECK(before.num_free - pool_.num_free() == consumed);
+}
+
+void World::decode_step() {
+  std::vector<BlockTable*> ts;
+  std::vector<int64_t> fronts;  // the new token included: the reclaim runs after the acquire
+  for (int r = 0; r < kRequests; ++r) {
+    if (max_extent(r) >= kMaxTokens) return;  // keeps every table under the key limit
+    for (BlockTable* t : request(r)) ts.push_back(t);
+    fronts.push_back(min_extent(r) + 1);
+  }
+  const Snapshot before = snapshot();
+  std::vector<int64_t> extents;
+  for (BlockTable* t : ts) extents.push_back(t->extent());
+  const DecodeResult res = coord_.decode_step(ts, fronts);
+  CHECK(res.stepped >= 0 && res.stepped <= kRequests && res.reclaimed >= 0);
+  const Snapshot after = snapshot();
+  const auto done = static_cast<size_t>(res.stepped) * groups();
+  for (size_t i = 0; i < done; ++i) CHECK(ts[i]->extent() == extents[i] + 1);
+  for (size_t i = done; i < ts.size(); ++i)
+    CHECK(after.tables[i] == before.tables[i]);  // the short request and every later one
+  if (res.stepped < kRequests) {                 // it stopped at a real shortfall
+    int64_t need = 0;
+    for (size_t g = 0; g < groups(); ++g)
+      need += coord_.managers()[g].blocks_needed_for(*ts[done + g], 1);
+    CHECK(need > pool_.num_free());
+  }
+}
+
+void World::pool_allocate(int64_t k) {
+  const Snapshot before = snapshot();
+  std::vector<int32_t> out(static_cast<size_t>(k));
+  if (pool_.allocate(k, out.data())) {
+    CHECK(std::equal(out.begin(), out.end(), before.queue.begin()));
+    for (int32_t p : out) CHECK(pool_.ref_count(p) == 1 && !pool_.is_cached(p));
+    held_.insert(held_.end(), out.begin(), out.end());
+  } else {
+    CHECK(k > before.num_free);
+    expect_unchanged(before);
+  }
+}
+
+void World::pool_free(uint8_t a, uint8_t b) {
+  if (held_.empty()) return;
+  const size_t i = a % held_.size();
+  const size_t len = 1 + b % (held_.size() - i);
+  const std::vector<int32_t> batch(held_.begin() + static_cast<std::ptrdiff_t>(i),
+                                   held_.begin() + static_cast<std::ptrdiff_t>(i + len));
+  const Snapshot before = snapshot();
+  CHECK(pool_.free(batch) == static_cast<int64_t>(len));
+  held_.erase(held_.begin() + static_cast<std::ptrdiff_t>(i),
+              held_.begin() + static_cast<std::ptrdiff_t>(i + len));
+  expect_queue(before, std::vector<int32_t>(batch.rbegin(), batch.rend()));  // pn first
+}
+
+void World::bad_call(int r, uint8_t what) {
+  auto ts = request(r);
+  BlockTable& t0 = *ts[0];
+  const Manager& m0 = coord_.managers()[0];
+  const int64_t past = max_extent(r) + 1;
+  const int64_t big = int64_t{1} << 40;
+  switch (what % 14) {
+    case 0:
+      expect_throw([&] { coord_.acquire(ts, -1); });
+      break;
+    case 1:
+      expect_throw([&] { coord_.acquire(ts, big); });
+      break;
+    case 2:
+      expect_throw([&] { coord_.reclaim_expired(ts, past); });
+      break;
+    case 3:
+      expect_throw([&] { coord_.reclaim_expired(ts, -1); });
+      break;
+    case 4:
+      expect_throw([&] { coord_.blocks_needed_for_sequential(ts, 1, -1); });
+      break;
+    case 5:
+      expect_throw(
+          [&] { coord_.cache_full_blocks(ts, doc_keys(0, coord_.base_block_size()), past); });
+      break;
+    case 6: {
+      std::vector<Key> dup(2, doc_keys(0, coord_.base_block_size())[0]);
+      expect_throw([&] { static_cast<void>(coord_.match_prefix(dup)); });
+      break;
+    }
+    case 7: {
+      std::vector<BlockTable*> fewer(ts.begin(), ts.end() - 1);
+      expect_throw([&] { coord_.acquire(fewer, 1); });
+      break;
+    }
+    case 8:
+      if (ts.size() >= 2) {
+        std::vector<BlockTable*> dup(ts);
+        dup.back() = dup.front();
+        expect_throw([&] { coord_.free(dup); });
+      }
+      break;
+    case 9:
+      if (t0.is_bound()) expect_throw([&] { m0.acquire(other_, t0, 1); });
+      break;
+    case 10:
+      expect_throw([&] { pool_.allocate(-1, nullptr); });
+      break;
+    case 11: {
+      const int32_t none[] = {0};
+      expect_throw([&] { pool_.free(none); });
+      break;
+    }
+    case 12:  // one release more than the page has references: the whole batch is refused
+      if (!held_.empty()) {
+        const std::vector<int32_t> twice{held_.front(), held_.back(), held_.front()};
+        expect_throw([&] { pool_.free(twice); });
+      }
+      break;
+    default:
+      expect_throw([&] { m0.reclaim_expired(pool_, t0, t0.extent() + 1); });
+  }
+}
+
+void World::step(Input& in) {
+  const uint8_t op = in.byte();
+  const int r = in.byte() % kRequests;
+  const uint8_t a = in.byte(), b = in.byte();
+  switch (op % 12) {
+    case 0:
+      acquire(r, tokens(a, r));
+      break;
+    case 1: {
+      const int64_t first = tokens(a, r);
+      const int64_t extra = std::min<int64_t>(b % 8, kMaxTokens - max_extent(r) - first);
+      admit(r, first, extra, b & 0x80);
+      break;
+    }
+    case 2:
+      reclaim(r, frontier(a, r));
+      break;
+    case 3:
+      free_request(r);
+      break;
+    case 4:
+      group_op(r, (a & 15) % groups(), a >> 4, b);
+      break;
+    case 5:
+      cache(r, b % 3, frontier(a, r), b & 0x80 ? (b >> 4) % 4 : 0);
+      break;
+    case 6: {
+      const int64_t n = a < 128 ? kMaxTokens : (a % 64) * coord_.lcm_block_size();
+      match_and_claim(r, b % 3, std::min(n, kMaxTokens), b & 0x80);
+      break;
+    }
+    case 7:
+      claim_saved(r);
+      break;
+    case 8:
+      decode_step();
+      break;
+    case 9:
+      pool_allocate(a % 8);
+      break;
+    case 10:
+      pool_free(a, b);
+      break;
+    default:
+      bad_call(r, a);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Input in(data, size);
+  const int64_t num_blocks = 2 + in.byte() % 31;
+  const int groups = 1 + in.byte() % 3;
+  std::vector<GroupSpec> specs;
+  for (int g = 0; g < groups; ++g) {
+    const uint8_t k = in.byte(), w = in.byte();
+    const int64_t B = kPageSizes[(k >> 2) % 6];
+    const int64_t W = 1 + w % 40;
+    switch (k % 4) {
+      case 0:
+        specs.emplace_back(GroupKind::full, B);
+        break;
+      case 1:
+        specs.emplace_back(GroupKind::sliding, B, W);
+        break;
+      case 2:
+        specs.emplace_back(GroupKind::sliding, B, W, true);
+        break;
+      default:
+        specs.emplace_back(GroupKind::state, B);
+    }
+  }
+  World world(std::move(specs), num_blocks);
+  world.check();
+  for (int ops = 0; !in.empty() && ops < 256; ++ops) {
+    world.step(in);
+    world.check();
+  }
+  return 0;
+}
