@@ -11,6 +11,7 @@ import json
 import sys
 from math import gcd
 from pathlib import Path
+from typing import Any
 
 PAGE_SIZES = [1, 2, 3, 4, 8, 16]
 KINDS = {"full": 0, "sliding": 1, "state": 3}
@@ -29,7 +30,7 @@ def token_byte(n: int, lcm: int) -> int:
     return min(255, max(192, 191 + round(n / lcm)))
 
 
-def encode(trace: dict) -> bytes:
+def encode(trace: dict[str, Any]) -> bytes:
     geometry = trace["geometry"]
     groups = geometry["groups"][:3]
     out = bytearray([(min(32, max(2, geometry["num_blocks"])) - 2) % 31, len(groups) - 1])
