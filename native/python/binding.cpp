@@ -491,13 +491,16 @@ NB_MODULE(_core, m) {
 
   nb::class_<BlockPool>(m, "BlockPool", nb::is_final(), nb::is_weak_referenceable(),
                         "Pages 0..num_blocks-1; page 0 is the null page, never allocated.\n\n"
-                        "Free pages wait in one FIFO queue, initially 1, 2, ..., num_blocks-1.")
+                        "Free pages wait in one queue, initially 1, 2, ..., num_blocks-1. A page\n"
+                        "whose count drops to 0 joins its back if named, its front if not\n"
+                        "(retention=False: always the back, the earlier order).")
       .def(
           "__init__",
-          [](BlockPool* self, Count num_blocks) {
-            new (self) BlockPool(as_count(num_blocks.obj, "num_blocks"));
+          [](BlockPool* self, Count num_blocks, bool retention) {
+            new (self) BlockPool(as_count(num_blocks.obj, "num_blocks"), retention);
           },
-          "num_blocks"_a)
+          "num_blocks"_a, "retention"_a = true)
+      .def_prop_ro("retention", &BlockPool::retention)
       .def_prop_ro("num_blocks", &BlockPool::num_blocks)
       .def_prop_ro("num_free", &BlockPool::num_free, "Pages in the free queue.")
       .def_prop_ro("num_pinned", &BlockPool::num_pinned,
