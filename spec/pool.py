@@ -1,4 +1,8 @@
-"""Block pool (semantics section 2): page 0 is the null page, free pages in one FIFO queue."""
+"""Block pool (semantics section 2): page 0 is the null page, free pages in one queue.
+
+Retention rule: a page whose count drops to 0 joins the back of the queue if it carries a
+prefix-cache name (evicted oldest first) and the front if it carries none (reused first).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,19 @@ Name = tuple[int, bytes]
 class BlockPool:
     """Pages 0 .. num_blocks-1; page 0 is never allocated, freed, counted or cached."""
 
-    def __init__(self, num_blocks: int) -> None:
+    def __init__(self, num_blocks: int, retention: bool = True) -> None:
         self._num_blocks = bounded("num_blocks", num_blocks, 1)
-        # An insertion-ordered dict is the FIFO queue: pop the first key, append at the end.
+        if not isinstance(retention, bool):
+            raise TypeError(f"retention must be a bool, got {type(retention).__name__}")
+        # retention=False keeps the earlier order (every freed page appended at the back).
+        self._retention = retention
+        # The queue is reversed(self._front) followed by self._queue: _front is a stack of
+        # unnamed released pages (its last entry is the queue's head); _queue, an
+        # insertion-ordered dict, holds the never-used pages and named released ones.
+        self._front: list[int] = []
+        # Change counter (semantics section 9): bumped by every change to the queue or a
+        # reference count, so a step plan can tell it is stale.
+        self._version = 0
         self._queue: dict[int, None] = dict.fromkeys(range(1, self._num_blocks))
         self._ref = [0] * self._num_blocks
         # Prefix-cache names: each named page's name, and each name's pages in
@@ -29,15 +43,20 @@ class BlockPool:
 
     @property
     def num_free(self) -> int:
-        return len(self._queue)
+        return len(self._front) + len(self._queue)
 
     @property
     def num_pinned(self) -> int:
-        return self._num_blocks - 1 - len(self._queue)
+        return self._num_blocks - 1 - self.num_free
+
+    @property
+    def retention(self) -> bool:
+        """True: unnamed freed pages go to the queue's front (section 2); False: to the back."""
+        return self._retention
 
     def free_queue(self) -> list[int]:
         """The free pages, next to be allocated first."""
-        return list(self._queue)
+        return self._front[::-1] + list(self._queue)
 
     def ref_count(self, page: int) -> int:
         p = count("page", page)
@@ -60,24 +79,34 @@ class BlockPool:
 
     def _allocate(self, k: int) -> list[int] | None:
         """The first k free pages, each with count 1; None (and nothing taken) if short."""
-        if k > len(self._queue):
+        if k > self.num_free:
             return None
+        if k:
+            self._version += 1
         pages = []
         for _ in range(k):
-            page = next(iter(self._queue))
-            del self._queue[page]
+            if self._front:
+                page = self._front.pop()
+            else:
+                page = next(iter(self._queue))
+                del self._queue[page]
+                self._drop_name(page)  # eviction: the oldest free page loses its name
             self._ref[page] = 1
-            self._drop_name(page)  # eviction: the oldest free page loses its name
             pages.append(page)
         return pages
 
     def _release(self, pages: Sequence[int]) -> int:
         """Drop one reference per entry, last entry first; returns pages that became free."""
         freed = 0
+        if pages:
+            self._version += 1
         for page in reversed(pages):
             self._ref[page] -= 1
             if self._ref[page] == 0:
-                self._queue[page] = None
+                if self._retention and page not in self._name_of:
+                    self._front.append(page)  # unnamed: reused first
+                else:
+                    self._queue[page] = None  # named: matchable until evicted, oldest first
                 freed += 1
         return freed
 
@@ -109,8 +138,12 @@ class BlockPool:
 
     def _take_shared(self, page: int) -> None:
         """One more reference to a real page; a free one leaves the queue wherever it is."""
+        self._version += 1
         if self._ref[page] == 0:
-            del self._queue[page]
+            if page in self._queue:
+                del self._queue[page]
+            else:
+                self._front.remove(page)
         self._ref[page] += 1
 
     def __repr__(self) -> str:

@@ -169,13 +169,16 @@ def test_reclaim_punches_every_real_slot_below_slid_out_and_returns_the_count(
     assert pool.num_pinned == 2
 
 
-def test_reclaim_frees_in_ascending_slot_order_across_holes(impl: ModuleType) -> None:
+def test_reclaim_puts_unnamed_pages_at_the_front_last_slot_first_across_holes(
+    impl: ModuleType,
+) -> None:
     pool, t, m = impl.BlockPool(POOL), impl.BlockTable(), impl.SlidingWindowManager(8, 12, 256)
     m.acquire(pool, t, 8192)
     page = ids(t.page_ids())
     m.reclaim_expired(pool, t, 8192)
     released = [page[s] for s in range(1022) if page[s] != 0]
-    assert ids(pool.free_queue())[-62:] == released
+    # Released in ascending slot order, each pushed on the queue's front (retention rule).
+    assert ids(pool.free_queue())[:62] == released[::-1]
 
 
 def test_reclaim_never_moves_the_floor_back(impl: ModuleType) -> None:
@@ -235,11 +238,14 @@ def test_free_empties_and_unbinds_the_table_and_restores_the_pool(impl: ModuleTy
     assert ids(pool.ref_counts()) == [0] * POOL
 
 
-def test_free_of_a_live_table_reenters_its_last_slot_first(impl: ModuleType) -> None:
+def test_free_of_a_live_table_puts_its_pages_at_the_front_in_slot_order(
+    impl: ModuleType,
+) -> None:
     pool, t, m = impl.BlockPool(POOL), impl.BlockTable(), impl.SlidingWindowManager(8, 12, 256)
     m.acquire(pool, t, 8192)
     m.free(pool, t)
-    assert ids(pool.free_queue())[-64:] == list(range(64, 0, -1))
+    # Last slot released first, each unnamed page pushed on the front.
+    assert ids(pool.free_queue())[:64] == list(range(1, 65))
 
 
 def test_free_of_an_unbound_table_is_a_no_op(impl: ModuleType) -> None:

@@ -40,29 +40,61 @@ def test_allocation_takes_the_queue_front_with_count_one(impl: ModuleType) -> No
     assert pool.num_free + pool.num_pinned == pool.num_blocks - 1
 
 
-def test_batch_free_reenters_pages_in_reverse_slot_order(impl: ModuleType) -> None:
+def test_batch_free_puts_unnamed_pages_at_the_front_in_slot_order(impl: ModuleType) -> None:
     pool = impl.BlockPool(8)
     t = impl.BlockTable()
     m = impl.FullAttentionManager(4)
     m.acquire(pool, t, 12)
     m.free(pool, t)
+    # Released 3, 2, 1 (reverse), each pushed on the front: 1, 2, 3 lead the queue.
+    assert ids(pool.free_queue()) == [1, 2, 3, 4, 5, 6, 7]
+    # The next allocation reuses the unnamed pages first.
+    m.acquire(pool, t, 8)
+    assert ids(t.page_ids()) == [1, 2]
+    assert ids(pool.free_queue()) == [3, 4, 5, 6, 7]
+
+
+def test_batch_free_without_retention_appends_in_reverse_slot_order(impl: ModuleType) -> None:
+    pool = impl.BlockPool(8, retention=False)
+    assert pool.retention is False
+    t = impl.BlockTable()
+    m = impl.FullAttentionManager(4)
+    m.acquire(pool, t, 12)
+    m.free(pool, t)
     assert ids(pool.free_queue()) == [4, 5, 6, 7, 3, 2, 1]
-    # The next allocation takes the oldest free pages first (FIFO).
     m.acquire(pool, t, 8)
     assert ids(t.page_ids()) == [4, 5]
     assert ids(pool.free_queue()) == [6, 7, 3, 2, 1]
 
 
-def test_reclaimed_pages_reenter_in_ascending_slot_order(impl: ModuleType) -> None:
+def test_reclaimed_unnamed_pages_reenter_at_the_front(impl: ModuleType) -> None:
     pool = impl.BlockPool(16)
     t = impl.BlockTable()
     m = impl.SlidingWindowManager(4, 4)
     m.acquire(pool, t, 16)  # slots 0..3 -> pages 1..4
-    # slid_out(16) = (16 - 4 + 1) // 4 = 3: slots 0, 1, 2 go.
+    # slid_out(16) = (16 - 4 + 1) // 4 = 3: slots 0, 1, 2 go, batch [3, 2, 1] released 1 first.
+    assert m.reclaim_expired(pool, t, 16) == 3
+    assert ids(pool.free_queue()) == [3, 2, 1, *range(5, 16)]
+    m.free(pool, t)
+    assert ids(pool.free_queue()) == [4, 3, 2, 1, *range(5, 16)]
+
+
+def test_reclaimed_pages_without_retention_reenter_in_ascending_slot_order(
+    impl: ModuleType,
+) -> None:
+    pool = impl.BlockPool(16, retention=False)
+    t = impl.BlockTable()
+    m = impl.SlidingWindowManager(4, 4)
+    m.acquire(pool, t, 16)
     assert m.reclaim_expired(pool, t, 16) == 3
     assert ids(pool.free_queue()) == list(range(5, 16)) + [1, 2, 3]
     m.free(pool, t)
     assert ids(pool.free_queue()) == list(range(5, 16)) + [1, 2, 3, 4]
+
+
+def test_retention_that_is_not_a_bool_is_a_type_error(impl: ModuleType) -> None:
+    with pytest.raises(TypeError, match="retention"):
+        impl.BlockPool(4, retention=1)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2**31, 2**64])

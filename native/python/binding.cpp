@@ -483,6 +483,8 @@ the name it was matched under (evicted since), is a ValueError, and nothing chan
 
 }  // namespace
 
+#include "bind_plan.inc"  // Coordinator.plan_step / apply_step (semantics section 9)
+
 // --- module ----------------------------------------------------------------------------------
 
 NB_MODULE(_core, m) {
@@ -491,13 +493,16 @@ NB_MODULE(_core, m) {
 
   nb::class_<BlockPool>(m, "BlockPool", nb::is_final(), nb::is_weak_referenceable(),
                         "Pages 0..num_blocks-1; page 0 is the null page, never allocated.\n\n"
-                        "Free pages wait in one FIFO queue, initially 1, 2, ..., num_blocks-1.")
+                        "Free pages wait in one queue, initially 1, 2, ..., num_blocks-1. A page\n"
+                        "whose count drops to 0 joins its back if named, its front if not\n"
+                        "(retention=False: always the back, the earlier order).")
       .def(
           "__init__",
-          [](BlockPool* self, Count num_blocks) {
-            new (self) BlockPool(as_count(num_blocks.obj, "num_blocks"));
+          [](BlockPool* self, Count num_blocks, bool retention) {
+            new (self) BlockPool(as_count(num_blocks.obj, "num_blocks"), retention);
           },
-          "num_blocks"_a)
+          "num_blocks"_a, "retention"_a = true)
+      .def_prop_ro("retention", &BlockPool::retention)
       .def_prop_ro("num_blocks", &BlockPool::num_blocks)
       .def_prop_ro("num_free", &BlockPool::num_free, "Pages in the free queue.")
       .def_prop_ro("num_pinned", &BlockPool::num_pinned,
@@ -984,4 +989,5 @@ NB_MODULE(_core, m) {
               "width: typing.SupportsIndex | None = None) -> numpy.typing.NDArray[numpy.int32]"),
       "Page ids of many tables as one 2-D int32 array, one row per table, padded with 0\n"
       "(a hole) to `width` columns (default: the longest table; a smaller width is an error).");
+  bind_plan(m);
 }

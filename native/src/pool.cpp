@@ -9,15 +9,17 @@
 
 namespace livetail {
 
-BlockPool::BlockPool(int64_t num_blocks) : num_blocks_(num_blocks), num_free_(0), fresh_(1) {
+BlockPool::BlockPool(int64_t num_blocks, bool retention)
+    : num_blocks_(num_blocks), num_free_(0), fresh_(1), retention_(retention) {
   if (num_blocks < 1 || num_blocks > geometry::INT32_MAX_TOKENS)
     throw std::invalid_argument("num_blocks must be in [1, 2**31 - 1], got " +
                                 std::to_string(num_blocks));
   const auto n = static_cast<size_t>(num_blocks);
   ref_.reset(static_cast<int32_t*>(std::calloc(n, sizeof(int32_t))));
-  link_.reset(static_cast<Link*>(std::malloc(n * sizeof(Link))));
+  link_.reset(static_cast<Link*>(std::malloc((n + 1) * sizeof(Link))));
   if (!ref_ || !link_) throw std::bad_alloc();
   link_[0] = {0, 0};
+  link_[n] = {static_cast<int32_t>(n), static_cast<int32_t>(n)};
   num_free_ = num_blocks - 1;
 }
 
@@ -56,6 +58,7 @@ int64_t BlockPool::free(std::span<const int32_t> pages) {
 }
 
 void BlockPool::copy_free_queue(int32_t* out) const noexcept {
+  for (int32_t p = link_[num_blocks_].next; p != num_blocks_; p = link_[p].next) *out++ = p;
   for (int64_t p = fresh_; p < num_blocks_; ++p) *out++ = static_cast<int32_t>(p);
   for (int32_t p = link_[0].next; p != 0; p = link_[p].next) *out++ = p;
 }

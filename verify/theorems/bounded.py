@@ -316,8 +316,8 @@ def _check_reclaim(mgr: Any, pool: Any, table: Any, f: int) -> str:
     expected = [0 if s in band else p for s, p in enumerate(before.slots)]
     if table.slots != expected or table.tail_available != before.tail:
         return "reclaim changed slots outside the band or the shape"
-    if pool.free_queue() != before.queue + freed:
-        return "released pages did not re-enter the queue in ascending slot order"
+    if pool.free_queue() != freed[::-1] + before.queue:
+        return "released (unnamed) pages did not re-enter the queue's front, last slot first"
     if pool.num_free + pool.num_pinned != pool.num_blocks - 1:
         return "free + pinned != num_blocks - 1"
     snap = Snapshot.of(pool, table)
@@ -435,7 +435,8 @@ def _reclaim_traces(
     hole pattern above every reclaim floor, every tail room, B <= 3, W <= 3 (sliding, state
     and full groups), at every frontier up to the extent. After reclaim_expired(f) no real
     page is below min(slid_out(f), slots); it released exactly what blocks_reclaimable_at(f)
-    predicted (no page is shared), in ascending slot order, moved the floor to the bound,
+    predicted (no page is shared), released in ascending slot order (so, unnamed, they lead
+    the queue last slot first: the retention rule), moved the floor to the bound,
     changed nothing else, kept free + pinned = num_blocks - 1; and a repeat at f or any
     earlier frontier frees nothing and changes nothing.""",
     """reclaim_expired gives back every expired page, whatever holes live tail left in the

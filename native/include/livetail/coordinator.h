@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "livetail/managers.h"
+#include "livetail/plan.h"
 #include "livetail/pool.h"
 #include "livetail/prefix.h"
 #include "livetail/table.h"
@@ -95,6 +96,17 @@ class Coordinator {
   // num_tokens / B slots, tail 0, reclaim floor below its resume pages, and is bound. Throws
   // (nothing changed) as blocks_consumed_by_claim does, and for tables that are not fresh.
   void claim(std::span<BlockTable* const> tables, const PrefixMatch& match);
+
+  // --- step planning (semantics section 9; defined in plan.cpp) ---------------------------
+  // Read-only. `tables`: R * num_groups() tables, request-major, in priority order (highest
+  // first), all pairwise distinct, each unbound or bound to this pool; num_tokens[r] the
+  // tokens request r acquires. Throws std::invalid_argument naming the request.
+  StepPlan plan_step(std::span<BlockTable* const> tables,
+                     std::span<const int64_t> num_tokens) const;
+  // Frees the preempted requests (lowest priority first), then acquires for the stepped
+  // ones in priority order. Throws std::invalid_argument, nothing changed, for a plan of
+  // another coordinator, one applied already, or a stale one (the pool or a table changed).
+  void apply_step(StepPlan& plan);
 
   // Distinguishes coordinators for PrefixMatch (never reused within a process).
   uint64_t id() const noexcept { return id_; }

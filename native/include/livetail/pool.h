@@ -1,5 +1,6 @@
-// Block pool (semantics section 2): page ids 0..num_blocks-1, page 0 the null page, one FIFO
-// free queue, reference counts.
+// Block pool (semantics section 2): page ids 0..num_blocks-1, page 0 the null page, one free
+// queue, reference counts. Retention rule: a page whose count drops to 0 joins the queue's back
+// if it carries a prefix-cache name and its front if it carries none.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +16,19 @@ namespace livetail {
 
 class BlockPool {
  public:
-  // Throws std::invalid_argument unless 1 <= num_blocks <= 2**31 - 1.
-  explicit BlockPool(int64_t num_blocks);
+  // Throws std::invalid_argument unless 1 <= num_blocks <= 2**31 - 1. retention = false keeps
+  // the earlier order: every freed page joins the back, named or not.
+  explicit BlockPool(int64_t num_blocks, bool retention = true);
   BlockPool(const BlockPool&) = delete;  // tables point at their pool
   BlockPool& operator=(const BlockPool&) = delete;
 
   int64_t num_blocks() const noexcept { return num_blocks_; }
   int64_t num_free() const noexcept { return num_free_; }
   int64_t num_pinned() const noexcept { return num_blocks_ - 1 - num_free_; }
+  bool retention() const noexcept { return retention_; }
+  // Change counter: grows with every change to the queue or to a reference count (a step
+  // plan, semantics section 9, uses it to tell it is stale).
+  uint64_t version() const noexcept { return version_; }
   // Throws std::invalid_argument unless 0 <= page < num_blocks.
   int32_t ref_count(int64_t page) const;
 
@@ -93,13 +99,14 @@ class BlockPool {
   void drop_name(int32_t page) noexcept;
   // One more reference to a real page; a queued one leaves the queue wherever it is.
   void take_shared(int32_t page) noexcept {
-    if (ref_[page] == 0) {  // queued, and in the list: a named page was allocated before
+    if (ref_[page] == 0) {  // queued, and in a list: the page was allocated before
       const Link l = link_[page];
       link_[l.prev].next = l.next;
       link_[l.next].prev = l.prev;
       --num_free_;
     }
     ++ref_[page];
+    ++version_;
   }
   // Starts loading what set_name(page, group, key) will read (naming walks many slots).
   void prefetch_name(int32_t page, int32_t group, const Key& key) const noexcept;
@@ -107,15 +114,19 @@ class BlockPool {
   size_t name_slot(int32_t rec) const noexcept;
   void rehash(size_t size);
 
-  // The queue is [fresh_, num_blocks_) (pages never yet allocated, in id order) followed by
-  // the intrusive list link_[0].next .. link_[0].prev (slot 0 is the sentinel: the null page is
-  // never queued). Freed pages always join the back, so the never-used range stays in
-  // front, which lets a pool of 2**31 pages start in O(1) without touching its arrays.
+  // The queue is the front list link_[F].next .. (F = num_blocks_, its sentinel: unnamed
+  // released pages, the last released first), then [fresh_, num_blocks_) (pages never yet
+  // allocated, in id order), then the back list link_[0].next .. link_[0].prev (slot 0 is its
+  // sentinel: the null page is never queued; named released pages, oldest first). The
+  // never-used range thus sits between the two lists, which lets a pool of 2**31 pages start
+  // in O(1) without touching its arrays. Without retention the front list stays empty.
   int64_t num_blocks_;
   int64_t num_free_;
   int64_t fresh_;
+  bool retention_;
+  uint64_t version_ = 0;
   std::unique_ptr<int32_t[], FreeDeleter> ref_;  // calloc: zero pages appear lazily
-  std::unique_ptr<Link[], FreeDeleter> link_;    // only read for pages below fresh_
+  std::unique_ptr<Link[], FreeDeleter> link_;    // num_blocks_ + 1 entries; pages below fresh_
 
   // Names: a flat open-addressing hash map on (group, key) (linear probing, load <= 1/2,
   // backward-shift deletion) whose slots hold (32-bit hash << 32 | record), 0 = empty.
@@ -140,11 +151,15 @@ class BlockPool::Taker {
         names_end_(static_cast<int64_t>(p.page_name_.size())),
         end_(p.num_blocks_),
         fresh_(p.fresh_),
+        front_(p.link_[p.num_blocks_].next),
         head_(p.link_[0].next) {}
   // Caller has checked that the queue holds enough pages.
   [[gnu::always_inline]] int32_t pop() noexcept {
     int32_t p;
-    if (fresh_ < end_) {
+    if (front_ != end_) {  // an unnamed released page: no name to drop
+      p = front_;
+      front_ = link_[p].next;
+    } else if (fresh_ < end_) {
       p = static_cast<int32_t>(fresh_++);
     } else {
       p = head_;
@@ -160,9 +175,12 @@ class BlockPool::Taker {
   // Returns how many pages were taken.
   int64_t done() noexcept {
     pool_.fresh_ = fresh_;
+    pool_.link_[end_].next = front_;
+    pool_.link_[front_].prev = static_cast<int32_t>(end_);  // front_ == end_: resets the tail
     pool_.link_[0].next = head_;
     pool_.link_[head_].prev = 0;  // head_ == 0 (queue emptied) resets the tail to the sentinel too
     pool_.num_free_ -= taken_;
+    pool_.version_ += taken_ != 0;
     return taken_;
   }
 
@@ -173,27 +191,46 @@ class BlockPool::Taker {
   const PageName* names_;  // nullptr while no page is named
   int64_t names_end_;
   int64_t end_, fresh_;
-  int32_t head_;
+  int32_t front_, head_;
   int64_t taken_ = 0;
 };
 
-// A run of releases onto the queue's back, state in locals as for Taker.
+// A run of releases (retention rule: unnamed pages onto the queue's front, named ones onto
+// its back), state in locals as for Taker.
 class BlockPool::Releaser {
  public:
   explicit Releaser(BlockPool& p) noexcept
-      : pool_(p), ref_(p.ref_.get()), link_(p.link_.get()), tail_(p.link_[0].prev) {}
+      : pool_(p),
+        ref_(p.ref_.get()),
+        link_(p.link_.get()),
+        names_(p.num_named_ != 0 ? p.page_name_.data() : nullptr),
+        names_end_(static_cast<int64_t>(p.page_name_.size())),
+        sentinel_(static_cast<int32_t>(p.num_blocks_)),
+        front_(p.link_[p.num_blocks_].next),
+        tail_(p.link_[0].prev),
+        retention_(p.retention_) {}
   // Page is a non-null page with count >= 1. True if it re-entered the queue.
   [[gnu::always_inline]] bool release(int32_t page) noexcept {
+    changed_ = true;
     if (--ref_[page] != 0) return false;  // still shared (prefix caching)
-    link_[tail_].next = page;             // tail_ == 0: the sentinel, so page becomes the head
-    link_[page] = {0, tail_};
-    tail_ = page;
+    const bool named = names_ != nullptr && page < names_end_ && names_[page].rec != 0;
+    if (retention_ && !named) {
+      link_[page] = {front_, sentinel_};
+      link_[front_].prev = page;  // front_ == sentinel_: page is also the front list's tail
+      front_ = page;
+    } else {
+      link_[tail_].next = page;  // tail_ == 0: the sentinel, so page becomes the head
+      link_[page] = {0, tail_};
+      tail_ = page;
+    }
     ++released_;
     return true;
   }
   int64_t done() noexcept {
+    pool_.link_[sentinel_].next = front_;
     pool_.link_[0].prev = tail_;
     pool_.num_free_ += released_;
+    pool_.version_ += changed_;
     return released_;
   }
 
@@ -201,7 +238,11 @@ class BlockPool::Releaser {
   BlockPool& pool_;
   int32_t* ref_;
   Link* link_;
-  int32_t tail_;
+  const PageName* names_;  // nullptr while no page is named
+  int64_t names_end_;
+  int32_t sentinel_, front_, tail_;
+  bool retention_;
+  bool changed_ = false;
   int64_t released_ = 0;
 };
 

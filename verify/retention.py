@@ -1,0 +1,43 @@
+"""The free queue after a release under the retention rule (semantics section 2).
+
+A page whose count drops to 0 joins the queue's front if it carries no name and its back if
+it carries one, in release order. The lockstep machine does not read page names, so its
+oracle asks only that the new queue split as `reversed(front) + before + back`, with
+`front` and `back` complementary subsequences of the pages released, in release order; the
+spec and native sides are also compared page for page, which pins the split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def expected_queue(before: Sequence[int], released: Sequence[int], named: set[int]) -> list[int]:
+    """The queue after `released` (release order) re-enter it, `named` ones at the back."""
+    front = [p for p in released if p not in named]
+    back = [p for p in released if p in named]
+    return front[::-1] + list(before) + back
+
+
+def _splits(before: Sequence[int], after: Sequence[int]) -> list[int]:
+    """Every index i with after[i : i + len(before)] == before."""
+    n = len(before)
+    return [i for i in range(len(after) - n + 1) if list(after[i : i + n]) == list(before)]
+
+
+def check_release(before: Sequence[int], after: Sequence[int], released: Sequence[int]) -> str:
+    """'' if `after` is `before` plus `released` placed by some naming; else what is wrong."""
+    if len(after) != len(before) + len(released) or sorted(after) != sorted([*before, *released]):
+        return f"queue {list(after)} is not the queue before plus the pages released {released}"
+    for i in _splits(before, after):
+        front = list(after[:i])[::-1]
+        back = list(after[i + len(before) :])
+        in_front = set(front)
+        if front == [p for p in released if p in in_front] and back == [
+            p for p in released if p not in in_front
+        ]:
+            return ""
+    return (
+        f"queue {list(after)} is not (unnamed released pages, last first) + queue before + "
+        f"(named released pages, in release order) for the release order {list(released)}"
+    )
