@@ -14,17 +14,25 @@
 #include <stdexcept>
 #include <vector>
 
-#include "../tests/queue_rule.h"
 #include "livetail/coordinator.h"
 
 namespace {
 
 using namespace livetail;
-using livetail::testing::model_release;
 
 constexpr int kRequests = 3;
 constexpr int64_t kMaxTokens = 2048;  // per table: keeps the documents' keys precomputed
 constexpr int64_t kPageSizes[] = {1, 2, 3, 4, 8, 16};
+
+// Where a page whose count dropped to 0 re-enters the queue (semantics section 2): the
+// retention rule puts unnamed pages at the front and named ones at the back; without it,
+// every page goes to the back.
+void model_release(std::deque<int32_t>& queue, int32_t page, bool named, bool retention) {
+  if (retention && !named)
+    queue.push_front(page);
+  else
+    queue.push_back(page);
+}
 
 [[noreturn]] void violated(int line, const char* what) {
   std::fprintf(stderr, "fuzz_api.cpp:%d: invariant violated: %s\n", line, what);
@@ -76,8 +84,8 @@ struct Snapshot {
 
 class World {
  public:
-  World(std::vector<GroupSpec> specs, int64_t num_blocks)
-      : pool_(num_blocks), other_(num_blocks), coord_(std::move(specs), pool_) {
+  World(std::vector<GroupSpec> specs, int64_t num_blocks, bool retention)
+      : pool_(num_blocks, retention), other_(num_blocks), coord_(std::move(specs), pool_) {
     for (auto& r : tables_) r.resize(static_cast<size_t>(coord_.num_groups()));
   }
 
@@ -237,7 +245,8 @@ void World::check() const {
 
 void World::expect_queue(const Snapshot& before, const std::vector<int32_t>& released) const {
   std::deque<int32_t> q(before.queue.begin(), before.queue.end());
-  for (int32_t p : released) model_release(q, p, before.cached[static_cast<size_t>(p)]);
+  for (int32_t p : released)
+    model_release(q, p, before.cached[static_cast<size_t>(p)], pool_.retention());
   CHECK(std::vector<int32_t>(q.begin(), q.end()) == queue());
 }
 
@@ -649,7 +658,9 @@ void World::step(Input& in) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in(data, size);
   const int64_t num_blocks = 2 + in.byte() % 31;
-  const int groups = 1 + in.byte() % 3;
+  const uint8_t shape = in.byte();
+  const int groups = 1 + shape % 3;
+  const bool retention = (shape & 0x80) == 0;
   std::vector<GroupSpec> specs;
   for (int g = 0; g < groups; ++g) {
     const uint8_t k = in.byte(), w = in.byte();
@@ -669,7 +680,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         specs.emplace_back(GroupKind::state, B);
     }
   }
-  World world(std::move(specs), num_blocks);
+  World world(std::move(specs), num_blocks, retention);
   world.check();
   for (int ops = 0; !in.empty() && ops < 256; ++ops) {
     world.step(in);

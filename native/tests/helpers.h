@@ -1,5 +1,4 @@
-// Small helpers shared by the C++ tests: state read-outs, "nothing changed" snapshots and
-// the expected queue order under the release rule of queue_rule.h.
+// Small helpers shared by the C++ tests: state read-outs and "nothing changed" snapshots.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +9,6 @@
 #include <vector>
 
 #include "livetail/coordinator.h"
-#include "queue_rule.h"
 
 namespace livetail::testing {
 
@@ -41,12 +39,6 @@ inline Pages concat(std::initializer_list<Pages> parts) {
   Pages out;
   for (const Pages& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
-}
-
-// The figure under the rule the tests run with (queue_rule.h): the older "every page to the
-// back" rule, or the retention rule (unnamed pages to the front, named ones to the back).
-inline Pages by_rule(const Pages& append_always, const Pages& retention) {
-  return kRetentionRule ? retention : append_always;
 }
 
 struct TableState {

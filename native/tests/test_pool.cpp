@@ -59,7 +59,7 @@ TEST(Pool, FreeReleasesTheBatchLastPageFirst) {
   const Pages batch{2, 4, 1};
   EXPECT_EQ(pool.free(batch), 3);
   // Released 1, then 4, then 2.
-  EXPECT_EQ(queue_of(pool), by_rule({1, 4, 2}, {2, 4, 1}));
+  EXPECT_EQ(queue_of(pool), (Pages{2, 4, 1}));
   EXPECT_EQ(refs_of(pool), (Pages{0, 0, 0, 1, 0, 1}));
 }
 
@@ -68,11 +68,38 @@ TEST(Pool, FreedPagesJoinAQueueThatStillHoldsPages) {
   Pages out(4);
   ASSERT_TRUE(pool.allocate(4, out.data()));
   EXPECT_EQ(pool.free(Pages{1, 2}), 2);
-  EXPECT_EQ(queue_of(pool), by_rule({5, 6, 7, 2, 1}, {1, 2, 5, 6, 7}));
+  EXPECT_EQ(queue_of(pool), (Pages{1, 2, 5, 6, 7}));
   // The next allocation takes the front.
   Pages again(2);
   ASSERT_TRUE(pool.allocate(2, again.data()));
-  EXPECT_EQ(again, by_rule({5, 6}, {1, 2}));
+  EXPECT_EQ(again, (Pages{1, 2}));
+}
+
+TEST(Pool, WithoutRetentionEveryFreedPageJoinsTheBack) {
+  BlockPool pool(8, false);
+  EXPECT_FALSE(pool.retention());
+  EXPECT_TRUE(BlockPool(2).retention());  // on by default
+  Pages out(4);
+  ASSERT_TRUE(pool.allocate(4, out.data()));
+  EXPECT_EQ(pool.free(Pages{2, 4, 1}), 3);
+  EXPECT_EQ(queue_of(pool), (Pages{5, 6, 7, 1, 4, 2}));
+}
+
+TEST(Pool, VersionGrowsWithEveryChangeAndOnlyThen) {
+  BlockPool pool(6);
+  Pages out(5);
+  const uint64_t v0 = pool.version();
+  ASSERT_FALSE(pool.allocate(6, out.data()));
+  ASSERT_TRUE(pool.allocate(0, out.data()));
+  static_cast<void>(queue_of(pool));
+  EXPECT_EQ(pool.version(), v0);
+  ASSERT_TRUE(pool.allocate(2, out.data()));
+  const uint64_t v1 = pool.version();
+  EXPECT_GT(v1, v0);
+  EXPECT_THROW(pool.free(Pages{1, 1}), std::invalid_argument);
+  EXPECT_EQ(pool.version(), v1);
+  EXPECT_EQ(pool.free(Pages{1}), 1);
+  EXPECT_GT(pool.version(), v1);
 }
 
 TEST(Pool, UncheckedTakeAndReleaseFollowTheSameQueue) {
@@ -82,7 +109,7 @@ TEST(Pool, UncheckedTakeAndReleaseFollowTheSameQueue) {
   EXPECT_EQ(out[0], 1);
   EXPECT_EQ(out[1], 2);
   EXPECT_TRUE(pool.release(2));
-  EXPECT_EQ(queue_of(pool), by_rule({3, 2}, {2, 3}));
+  EXPECT_EQ(queue_of(pool), (Pages{2, 3}));
   EXPECT_EQ(pool.ref_count(1), 1);
   EXPECT_EQ(pool.num_free(), 2);
 }

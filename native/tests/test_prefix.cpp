@@ -152,12 +152,9 @@ TEST(Prefix, NamedPagesStayMatchableInTheQueueAndAClaimTakesThemOut) {
   ASSERT_EQ(m.c.cache_full_blocks(m.r[0].ptrs, m.keys, 16), 9);
   EXPECT_EQ(m.c.reclaim_expired(m.r[0].ptrs, 16), 6);
   // sliding 5, 6, 7 (named), state 9, 10, 11 (unnamed), in ascending slot order.
-  EXPECT_EQ(queue_of(m.pool), by_rule(concat({iota(13, 30), {5, 6, 7, 9, 10, 11}}),
-                                      concat({{11, 10, 9}, iota(13, 30), {5, 6, 7}})));
+  EXPECT_EQ(queue_of(m.pool), concat({{11, 10, 9}, iota(13, 30), {5, 6, 7}}));
   EXPECT_EQ(m.c.free(m.r[0].ptrs), 6);
-  EXPECT_EQ(queue_of(m.pool),
-            by_rule(concat({iota(13, 30), {5, 6, 7, 9, 10, 11, 4, 3, 2, 1, 8, 12}}),
-                    concat({{11, 10, 9}, iota(13, 30), {5, 6, 7, 4, 3, 2, 1, 8, 12}})));
+  EXPECT_EQ(queue_of(m.pool), concat({{11, 10, 9}, iota(13, 30), {5, 6, 7, 4, 3, 2, 1, 8, 12}}));
   EXPECT_EQ(m.pool.num_cached(), 9);
   EXPECT_EQ(m.pool.num_cached_free(), 9);
 
@@ -174,8 +171,7 @@ TEST(Prefix, NamedPagesStayMatchableInTheQueueAndAClaimTakesThemOut) {
 
   m.c.claim(m.r[1].ptrs, match);
   EXPECT_EQ(m.pool.num_free(), 29 - 6);
-  EXPECT_EQ(queue_of(m.pool), by_rule(concat({iota(13, 30), {5, 6, 7, 9, 10, 11}}),
-                                      concat({{11, 10, 9}, iota(13, 30), {5, 6, 7}})));
+  EXPECT_EQ(queue_of(m.pool), concat({{11, 10, 9}, iota(13, 30), {5, 6, 7}}));
   const BlockTable& full = m.r[1][0];
   const BlockTable& sliding = m.r[1][1];
   const BlockTable& state = m.r[1][2];
@@ -298,16 +294,32 @@ TEST(Prefix, AllocationEvictsNamesOnlyWhenNoUnnamedPageIsFree) {
   ASSERT_EQ(c.cache_full_blocks(named.ptrs, keys_of(4, 2), 4), 2);
   ASSERT_EQ(c.free(named.ptrs), 2);
   ASSERT_EQ(c.free(plain.ptrs), 2);
-  EXPECT_EQ(queue_of(pool), by_rule({5, 2, 1, 4, 3}, {3, 4, 5, 2, 1}));
+  EXPECT_EQ(queue_of(pool), (Pages{3, 4, 5, 2, 1}));
   Pages out(3);
   ASSERT_TRUE(pool.allocate(3, out.data()));
-  EXPECT_EQ(out, by_rule({5, 2, 1}, {3, 4, 5}));
-  EXPECT_EQ(pool.num_cached(), kRetentionRule ? 2 : 0);
+  EXPECT_EQ(out, (Pages{3, 4, 5}));
+  EXPECT_EQ(pool.num_cached(), 2);
   // The oldest name goes first once only named pages are left.
   Pages one(1);
   ASSERT_TRUE(pool.allocate(1, one.data()));
-  EXPECT_EQ(one[0], by_rule({4}, {2})[0]);
-  EXPECT_EQ(pool.num_cached(), kRetentionRule ? 1 : 0);
+  EXPECT_EQ(one[0], 2);
+  EXPECT_EQ(pool.num_cached(), 1);
+}
+
+TEST(Prefix, WithoutRetentionUnnamedPagesQueueBehindNamedOnesAndTheirNamesGo) {
+  BlockPool pool(6, false);
+  Coordinator c({GroupSpec(GroupKind::full, 2)}, pool);
+  Request named(1), plain(1);
+  ASSERT_TRUE(c.acquire(named.ptrs, 4));
+  ASSERT_TRUE(c.acquire(plain.ptrs, 4));
+  ASSERT_EQ(c.cache_full_blocks(named.ptrs, keys_of(4, 2), 4), 2);
+  ASSERT_EQ(c.free(named.ptrs), 2);
+  ASSERT_EQ(c.free(plain.ptrs), 2);
+  EXPECT_EQ(queue_of(pool), (Pages{5, 2, 1, 4, 3}));
+  Pages out(3);
+  ASSERT_TRUE(pool.allocate(3, out.data()));
+  EXPECT_EQ(out, (Pages{5, 2, 1}));
+  EXPECT_EQ(pool.num_cached(), 0);  // both names evicted while unnamed pages were free
 }
 
 TEST(Prefix, StateSupportIsNotMonotoneSoTheSearchTriesEveryBoundary) {
