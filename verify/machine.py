@@ -43,9 +43,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy
 from hypothesis import strategies as st
@@ -78,12 +78,13 @@ def spec_impl() -> Impl:
 def native_impl() -> Impl:
     try:
         mod = importlib.import_module("livetail")
-    except ImportError as e:  # pragma: no cover - depends on the install
-        raise NativeUnavailable(f"cannot import livetail: {e}") from None
-    if not hasattr(mod, "BlockPool"):
+        mod.BlockPool  # noqa: B018 - raises when livetail._core cannot be imported
+    except ImportError as e:
+        raise NativeUnavailable(f"livetail's native module cannot be imported: {e}") from None
+    except AttributeError:
         raise NativeUnavailable(
             "livetail has no native module (livetail._core is not built or not importable)"
-        )
+        ) from None
     return Impl("native", mod)
 
 
