@@ -101,8 +101,8 @@ inline Py_ssize_t bytes_size(PyObject* b) { return PyBytes_GET_SIZE(b); }
 
 // The short name of an object's type, for error messages (no tp_name in the stable ABI).
 std::string type_name(PyObject* o) {
-  nb::object n = nb::steal(
-      PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__name__"));
+  nb::object n =
+      nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__name__"));
   if (!n.is_valid() || !PyUnicode_Check(n.ptr())) {
     PyErr_Clear();
     return "?";
@@ -116,7 +116,8 @@ std::string type_name(PyObject* o) {
 }
 
 [[noreturn]] void type_fail(const char* name, const char* want, PyObject* got) {
-  throw nb::type_error((std::string(name) + " must be " + want + ", not " + type_name(got)).c_str());
+  throw nb::type_error(
+      (std::string(name) + " must be " + want + ", not " + type_name(got)).c_str());
 }
 
 void import_numpy();
@@ -396,8 +397,7 @@ class Tokens {
         // __index__ is Python code: it may change the list we are reading.
         nb::object idx = nb::steal(PyNumber_Index(nb::borrow(t).ptr()));
         if (!idx.is_valid()) throw nb::python_error();  // TypeError, as operator.index
-        if (seq_size(seq.ptr()) != n)
-          throw nb::value_error("tokens changed size while being read");
+        if (seq_size(seq.ptr()) != n) throw nb::value_error("tokens changed size while being read");
         v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
       }
       if (overflow != 0 || v < 0 || static_cast<uint64_t>(v) > kTokenMax) {
@@ -525,6 +525,21 @@ constexpr const char* kClaimDoc =
 and is bound to the pool; a free matched page leaves the free queue. A match of 0 tokens
 changes nothing. A match of another coordinator, or one with a page that no longer carries
 the name it was matched under (evicted since), is a ValueError, and nothing changes.)";
+
+constexpr const char* kGroupSpecDoc =
+    R"(One group of a Coordinator: kind 'full', 'sliding' (needs a window) or 'state';
+live_tail_alloc only for sliding.
+
+live_tail_alloc=True gives a hole (page 0) to every slot of a chunk that is out of the
+window at the chunk's end and is no resume page. Safe only for a group whose kernels never
+read the current chunk's own entries from the pool during that chunk's forward:
+
+- conv (W = kernel width): the kernel reads the chunk from the packed activations and only
+  the last W - 1 earlier tokens from pages: safe;
+- sliding attention with a ragged + paged prefill (the chunk's K/V from activations, only
+  earlier context from pages): safe;
+- sliding attention whose prefill writes the chunk into its pages and reads it back: keep
+  live tail off, or it reads holes.)";
 
 }  // namespace
 
@@ -692,9 +707,10 @@ NB_MODULE(_core, m) {
           "Free every page (in slot order, as one batch) and empty and unbind the table.")
       .def("__repr__", &manager_repr);
 
-  nb::class_<FullAttentionManager, Manager>(m, "FullAttentionManager", nb::is_final(),
-                                            nb::sig("@typing.final\nclass FullAttentionManager(Manager)"),
-                                            "Every slot gets a real page; nothing is reclaimed.")
+  nb::class_<FullAttentionManager, Manager>(
+      m, "FullAttentionManager", nb::is_final(),
+      nb::sig("@typing.final\nclass FullAttentionManager(Manager)"),
+      "Every slot gets a real page; nothing is reclaimed.")
       .def(
           "__init__",
           [](FullAttentionManager* self, Count block_size) {
@@ -731,8 +747,7 @@ NB_MODULE(_core, m) {
           "block_size"_a);
 
   nb::class_<GroupSpec>(m, "GroupSpec", nb::is_final(), nb::sig("@typing.final\nclass GroupSpec()"),
-                        "One group of a Coordinator: kind 'full', 'sliding' (needs a window) or\n"
-                        "'state'; live_tail_alloc only for sliding.")
+                        kGroupSpecDoc)
       .def(
           "__init__",
           [](GroupSpec* self, Str kind, Count block_size, Count sliding_window,
@@ -973,9 +988,8 @@ NB_MODULE(_core, m) {
         nb::object sb = nb::steal(PyBytes_FromObject(so));  // a copy: tokens may run code
         if (!sb.is_valid()) throw nb::python_error();
         const Tokens toks(tokens.obj);
-        const std::span<const uint8_t> sv(
-            reinterpret_cast<const uint8_t*>(bytes_data(sb.ptr())),
-            static_cast<size_t>(bytes_size(sb.ptr())));
+        const std::span<const uint8_t> sv(reinterpret_cast<const uint8_t*>(bytes_data(sb.ptr())),
+                                          static_cast<size_t>(bytes_size(sb.ptr())));
         std::vector<Key> keys;
         {
           nb::gil_scoped_release unlocked;  // hashing touches no Python object
