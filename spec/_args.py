@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import operator
+import sys
 
 from .geometry import INT32_MAX
 
 
+def _is_bool(value: object) -> bool:
+    """bool or numpy's bool scalar (which numpy < 2.3 gives an __index__)."""
+    if isinstance(value, bool):
+        return True
+    np = sys.modules.get("numpy")  # no numpy loaded: no numpy bool can exist
+    return np is not None and isinstance(value, np.bool_)
+
+
 def count(name: str, value: object) -> int:
     """A non-negative integer argument: TypeError for non-integers and bool, ValueError if < 0."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not bool")
+    if _is_bool(value):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
     try:
         v = operator.index(value)  # type: ignore[arg-type]
     except TypeError:

@@ -18,7 +18,19 @@ KINDS = ("full", "sliding", "state")
 
 
 class GroupSpec:
-    """One KV-cache group: kind, page size, window (sliding only), live tail (sliding only)."""
+    """One KV-cache group: kind, page size, window (sliding only), live tail (sliding only).
+
+    live_tail_alloc=True gives a hole (page 0) to every slot of a chunk that is out of the
+    window at the chunk's end and is no resume page. Safe only for a group whose kernels never
+    read the current chunk's own entries from the pool during that chunk's forward:
+
+    - conv (W = kernel width): the kernel reads the chunk from the packed activations and only
+      the last W - 1 earlier tokens from pages: safe;
+    - sliding attention with a ragged + paged prefill (the chunk's K/V from activations, only
+      earlier context from pages): safe;
+    - sliding attention whose prefill writes the chunk into its pages and reads it back: keep
+      live tail off, or it reads holes.
+    """
 
     def __init__(
         self,

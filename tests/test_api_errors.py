@@ -224,3 +224,56 @@ def test_extreme_manager_geometry_is_accepted(impl: ModuleType) -> None:
     m = impl.SlidingWindowManager(2**31 - 1, 2**31 - 1, 2**31 - 1)
     assert m.blocks_needed_for(impl.BlockTable(), 2**31 - 1) == 1
     assert impl.SlidingWindowManager(1, 1, 0).live_alloc_alignment == 0
+
+
+# numpy < 2.3 gives numpy.bool_ an __index__, so only an explicit check keeps it out; CI runs
+# these with the oldest numpy the metadata allows as well as the newest.
+NUMPY_BOOLS = [np.True_, np.False_, np.bool_(1)]
+
+
+@pytest.mark.parametrize("flag", NUMPY_BOOLS, ids=["True_", "False_", "bool_(1)"])
+def test_numpy_bool_is_not_a_count_anywhere(impl: ModuleType, flag: object) -> None:
+    w = World(impl)
+    coord = impl.Coordinator([impl.GroupSpec("sliding", 8, sliding_window=12)], w.pool)
+    tables = coord.new_tables()
+    assert coord.acquire(tables, 40)
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: impl.BlockPool(flag), "num_blocks"),
+        (lambda: impl.FullAttentionManager(flag), "block_size"),
+        (lambda: impl.StateManager(flag), "block_size"),
+        (lambda: impl.SlidingWindowManager(flag, 12), "block_size"),
+        (lambda: impl.SlidingWindowManager(8, flag), "sliding_window"),
+        (lambda: impl.SlidingWindowManager(8, 12, flag), "live_alloc_alignment"),
+        (lambda: impl.GroupSpec("full", flag), "block_size"),
+        (lambda: impl.GroupSpec("sliding", 8, sliding_window=flag), "sliding_window"),
+        (lambda: w.pool.ref_count(flag), "page"),
+        (lambda: w.live.acquire(w.pool, w.t, flag), "num_tokens"),
+        (lambda: w.live.blocks_needed_for(w.t, flag), "num_tokens"),
+        (lambda: w.live.blocks_needed_for_sequential(w.t, flag, 1), "first_tokens"),
+        (lambda: w.live.blocks_needed_for_sequential(w.t, 1, flag), "extra_tokens"),
+        (lambda: w.live.reclaim_expired(w.pool, w.t, flag), "num_computed_tokens"),
+        (lambda: w.live.blocks_reclaimable_at(w.t, flag), "num_computed_tokens"),
+        (lambda: coord.acquire(tables, flag), "num_tokens"),
+        (lambda: coord.blocks_needed_for(tables, flag), "num_tokens"),
+        (lambda: coord.blocks_needed_for_sequential(tables, flag, 1), "first_tokens"),
+        (lambda: coord.reclaim_expired(tables, flag), "num_computed_tokens"),
+        (lambda: impl.page_keys(list(range(16)), flag), "base_block_size"),
+    ]
+    before = (w.snapshot(), state(w.pool, *tables))
+    for call, name in calls:
+        with pytest.raises(TypeError, match=name):
+            call()
+    assert (w.snapshot(), state(w.pool, *tables)) == before
+
+
+def test_numpy_bool_frontier_in_a_decode_step_is_rejected() -> None:
+    import livetail
+
+    pool = livetail.BlockPool(64)
+    coord = livetail.Coordinator([livetail.GroupSpec("sliding", 8, sliding_window=12)], pool)
+    tables = coord.new_tables()
+    assert coord.acquire(tables, 20)
+    before = state(pool, *tables)
+    with pytest.raises(TypeError, match="num_computed_tokens"):
+        coord.decode_step([tables], [np.True_])
+    assert state(pool, *tables) == before

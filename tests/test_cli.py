@@ -178,3 +178,110 @@ def test_python_dash_m_runs_the_same_command() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert [line.split()[0] for line in out.stdout.splitlines()] == list(THEOREMS)
+
+
+# A child interpreter in which the named modules cannot be imported, running the command.
+_BLOCKED = """
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None  # import raises ImportError
+from livetail.verify.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _run_blocking(blocked: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _BLOCKED, blocked, *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+    )
+
+
+def test_version_prints_the_installed_distribution_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from importlib.metadata import version
+
+    assert cli.main(["--version"]) == cli.EXIT_OK
+    assert capsys.readouterr().out == f"livetail {version('livetail')}\n"
+    import livetail
+
+    assert livetail.__version__ == version("livetail")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["verify", "--quick"], ["verify", "--help"], ["replay", "t.json"], ["theorems"]],
+    ids=["verify", "verify-help", "replay", "theorems"],
+)
+def test_subcommand_without_the_verify_extra_says_what_to_install_and_exits_2(
+    args: list[str],
+) -> None:
+    out = _run_blocking("z3,hypothesis,rich", *args)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == (
+        f"livetail {args[0]} needs the verify extra, which is not installed "
+        "(missing: z3-solver, hypothesis, rich).\n"
+        "Install it with: pip install 'livetail[verify]'\n"
+    )
+    assert out.stdout == ""
+
+
+def test_one_missing_distribution_of_the_extra_is_named() -> None:
+    out = _run_blocking("rich", "theorems")
+    assert out.returncode == 2
+    assert "(missing: rich)" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_version_and_help_need_no_extra() -> None:
+    from importlib.metadata import version
+
+    out = _run_blocking("z3,hypothesis,rich", "--version")
+    assert (out.returncode, out.stdout) == (0, f"livetail {version('livetail')}\n")
+    out = _run_blocking("z3,hypothesis,rich", "--help")
+    assert out.returncode == 0
+    assert "pip install 'livetail[verify]'" in out.stdout
+
+
+def test_replay_with_an_unimportable_native_module_exits_2(tmp_path: Path) -> None:
+    from livetail.verify.trace import make_trace, write_trace
+
+    trace = make_trace(
+        [{"kind": "full", "block_size": 2}],
+        8,
+        1,
+        [{"op": "acquire", "request": 0, "tokens": 3}],
+        title="t",
+        origin="manual",
+    )
+    path = str(write_trace(trace, tmp_path))
+    out = _run_blocking("livetail._core", "replay", path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("livetail replay: livetail's native module cannot be imported")
+    assert out.stderr.rstrip().endswith("; use --impl spec")
+    assert "Traceback" not in out.stderr
+    # The spec needs no native module: the same trace replays on it alone.
+    out = _run_blocking("livetail._core", "replay", path, "--impl", "spec", "--quiet")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_native_name_without_the_native_module_raises_import_error_naming_it() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['livetail._core'] = None\n"
+        "import livetail, livetail.spec\n"
+        "assert livetail.spec.BlockPool(4).num_free == 3\n"
+        "try:\n"
+        "    livetail.BlockPool\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(
+        "livetail.BlockPool needs the native module livetail._core, which cannot be imported: "
+    )

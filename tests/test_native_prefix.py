@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import random
 import struct
+from collections.abc import Callable
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 import livetail
 import livetail.spec as spec

@@ -198,3 +198,18 @@ def test_trace_files_are_json_with_the_documented_header() -> None:
         data = json.loads(path.read_text())
         assert list(data)[:4] == ["format", "version", "title", "origin"]
         assert (data["format"], data["version"]) == ("livetail-trace", 1)
+
+
+def test_replay_blames_only_the_side_that_diverged() -> None:
+    # The wrong variant takes a page on a failed acquire; native replays clean alone. Each
+    # side's int32-limit questions come from its own table shape, so native is not blamed.
+    path = str(TRACES / "shortfall-mid-batch.json")
+    code, text = _run(path, "--impl", "both", "--variant", "acquire-before-check")
+    assert code == 1
+    result = text[text.index("result    REPRODUCED") :]
+    assert "result    REPRODUCED at step 1 group_acquire(request=1, group=0, tokens=3): " in result
+    assert "agree, all-or-nothing, table-shape (exit 1)" in result
+    assert "\n          native: " not in result  # no property of native's own fails
+    assert "spec[acquire-before-check]: all-or-nothing: failed acquire changed" in result
+    code, _ = _run(path, "--impl", "native")
+    assert code == 0

@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hypothesis import HealthCheck, Verbosity, settings
 from hypothesis import seed as hypothesis_seed

@@ -4,24 +4,29 @@
 wall clock), the spec-against-native differential campaign, and optionally the kill table of
 the wrong spec variants; prints one table; writes a JSON report and the traces of every
 witness and counterexample; exits non-zero on any failure.
+
+Every subcommand needs the ``verify`` extra (z3-solver, hypothesis, rich); without it, and
+for an unknown subcommand, the command says what is missing and exits 2, as it does for
+every usage error. ``livetail --version`` needs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from . import runner
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -212,6 +217,8 @@ def _label(verdict: str) -> str:
 
 
 def _print_tables(console: Console, report: dict[str, Any]) -> None:
+    from rich.table import Table
+
     t = Table(title="livetail verify", title_justify="left")
     t.add_column("property", no_wrap=True)
     t.add_column("kind", no_wrap=True)
@@ -294,6 +301,15 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
 
 
 def verify_main(argv: Sequence[str]) -> int:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     args = _verify_parser().parse_args(list(argv))
     # Logs and pipes get a table wide enough not to wrap theorem names.
     console = Console(width=None if sys.stdout.isatty() else 150)
@@ -416,11 +432,40 @@ def theorems_main(argv: Sequence[str]) -> int:
 
 
 USAGE = """usage: livetail {verify,replay,theorems} ...
+       livetail --version
 
   livetail verify   prove the theorems, run the differential campaign, write a report
   livetail replay   re-run a trace on the spec and the native module, step by step
   livetail theorems list the theorems (--markdown for docs/theorems.md)
+
+The subcommands need the verify extra: pip install 'livetail[verify]'
 """
+
+COMMANDS = ("verify", "replay", "theorems")
+# The distributions of the verify extra, by the module each one installs.
+VERIFY_EXTRA = {"z3": "z3-solver", "hypothesis": "hypothesis", "rich": "rich"}
+
+
+def version() -> str:
+    """The installed distribution's version (no native module needed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("livetail")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return "unknown"
+
+
+def missing_verify_extra() -> list[str]:
+    """The distributions of the verify extra that cannot be imported here."""
+    missing = []
+    for module, dist in VERIFY_EXTRA.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(dist)
+    return missing
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -429,7 +474,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return EXIT_OK if args else EXIT_USAGE
+    if args[0] == "--version":
+        print(f"livetail {version()}")
+        return EXIT_OK
     command, rest = args[0], args[1:]
+    if command not in COMMANDS:
+        sys.stderr.write(f"livetail: unknown command {command!r}\n{USAGE}")
+        return EXIT_USAGE
+    missing = missing_verify_extra()
+    if missing:
+        sys.stderr.write(
+            f"livetail {command} needs the verify extra, which is not installed "
+            f"(missing: {', '.join(missing)}).\nInstall it with: pip install 'livetail[verify]'\n"
+        )
+        return EXIT_USAGE
     if command == "verify":
         return verify_main(rest)
     if command == "replay":
@@ -439,7 +497,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"livetail replay: unavailable ({e})", file=sys.stderr)
             return EXIT_USAGE
         return int(replay_main(rest))
-    if command == "theorems":
-        return theorems_main(rest)
-    sys.stderr.write(f"livetail: unknown command {command!r}\n{USAGE}")
-    return EXIT_USAGE
+    return theorems_main(rest)

@@ -45,9 +45,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy
 from hypothesis import strategies as st
@@ -81,12 +81,13 @@ def spec_impl() -> Impl:
 def native_impl() -> Impl:
     try:
         mod = importlib.import_module("livetail")
-    except ImportError as e:  # pragma: no cover - depends on the install
-        raise NativeUnavailable(f"cannot import livetail: {e}") from None
-    if not hasattr(mod, "BlockPool"):
+        mod.BlockPool  # noqa: B018 - raises when livetail._core cannot be imported
+    except ImportError as e:
+        raise NativeUnavailable(f"livetail's native module cannot be imported: {e}") from None
+    except AttributeError:
         raise NativeUnavailable(
             "livetail has no native module (livetail._core is not built or not importable)"
-        )
+        ) from None
     return Impl("native", mod)
 
 
@@ -592,6 +593,8 @@ class SideStep:
     after: State
     facts: dict[str, Any] = field(default_factory=dict)
     queries: dict[str, Outcome] = field(default_factory=dict)
+    # The questions this side was asked, derived from its own state after the step.
+    plan: dict[str, Query] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
 
 
@@ -651,7 +654,6 @@ class Lockstep:
         self.named = False  # a cache op ran: pages may carry names
         self.ops: list[Op] = []
         self.failure: StepReport | None = None
-        self._plan: dict[str, Query] = {}
 
     @property
     def reference(self) -> Side:
@@ -671,13 +673,15 @@ class Lockstep:
             facts: dict[str, Any] = {}
             outcome = self._apply(side, op, facts)
             steps.append(SideStep(side.label, outcome, before, side.state(), facts))
-        # The same questions for every side, chosen from the reference side's new state.
-        self._plan = self.query_plan(steps[0].after, [op.get("request", 0)])
-        for r in range(self.geometry.num_requests):
-            for q in (Query("needed", r, None, (17,)), Query("sequential", r, None, (17, 2))):
-                self._plan.setdefault(q.key, q)
+        # Each side's questions come from its own new state: a count at the int32 limit of
+        # one side's table shape is past the limit of another's once the sides diverge, and
+        # the blame must go to the side that diverged. Equal states ask equal questions.
         for side, st_ in zip(self.sides, steps):
-            st_.queries = {k: call(q.ask, side) for k, q in self._plan.items()}
+            st_.plan = self.query_plan(st_.after, [op.get("request", 0)])
+            for r in range(self.geometry.num_requests):
+                for q in (Query("needed", r, None, (17,)), Query("sequential", r, None, (17, 2))):
+                    st_.plan.setdefault(q.key, q)
+            st_.queries = {k: call(q.ask, side) for k, q in st_.plan.items()}
             st_.verdicts = self._check(side, op, st_)
         report = StepReport(len(self.ops) - 1, dict(op), steps, self._agree(steps))
         if not report.ok and self.failure is None:
@@ -906,7 +910,9 @@ class Lockstep:
                 if ref.facts[k] != other.facts.get(k):
                     diffs.append(f"{pair}: {k} {ref.facts[k]} vs {other.facts.get(k)}")
             for k, a in ref.queries.items():
-                b = other.queries.get(k, Outcome(error="missing"))
+                if k not in other.queries:
+                    continue  # asked of one side only: its state differs, reported above
+                b = other.queries[k]
                 if (a.value, a.error) != (b.value, b.error):
                     diffs.append(f"{pair}: {k} = {a} vs {b}")
         if diffs:
@@ -1269,7 +1275,7 @@ class Lockstep:
     def _check_queries(self, s: SideStep) -> Verdict:
         problems: list[str] = []
         for key, out in s.queries.items():
-            exp = self.oracle_answer(self._plan[key], s.after)
+            exp = self.oracle_answer(s.plan[key], s.after)
             if exp == "ValueError":
                 if out.error != "ValueError":
                     problems.append(f"{key} gave {out}, expected raise ValueError (int32 limit)")

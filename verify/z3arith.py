@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
 Term = Any  # a z3 ArithRef / BitVecRef / BoolRef, or a Python int / bool
-Number = Union[int, z3.ArithRef]
+Number = int | z3.ArithRef
 
 
 def _is_py(x: object) -> bool:

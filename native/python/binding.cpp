@@ -82,9 +82,55 @@ struct type_caster<Raw<Tag>> {
 
 namespace {
 
+// --- list, tuple and bytes access ----------------------------------------------------------
+// The stable ABI (the abi3 wheel) hides the object layouts: call the API functions there;
+// version-specific builds keep the macros, which save a call per item. `s` is a list or tuple.
+#ifdef Py_LIMITED_API
+Py_ssize_t seq_size(PyObject* s) { return PyList_Check(s) ? PyList_Size(s) : PyTuple_Size(s); }
+PyObject* seq_item(PyObject* s, Py_ssize_t i) {
+  return PyList_Check(s) ? PyList_GetItem(s, i) : PyTuple_GetItem(s, i);
+}
+const char* bytes_data(PyObject* b) { return PyBytes_AsString(b); }
+Py_ssize_t bytes_size(PyObject* b) { return PyBytes_Size(b); }
+#else
+inline Py_ssize_t seq_size(PyObject* s) { return PySequence_Fast_GET_SIZE(s); }
+inline PyObject* seq_item(PyObject* s, Py_ssize_t i) { return PySequence_Fast_GET_ITEM(s, i); }
+inline const char* bytes_data(PyObject* b) { return PyBytes_AS_STRING(b); }
+inline Py_ssize_t bytes_size(PyObject* b) { return PyBytes_GET_SIZE(b); }
+#endif
+
+// The short name of an object's type, for error messages (no tp_name in the stable ABI).
+std::string type_name(PyObject* o) {
+  nb::object n =
+      nb::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__name__"));
+  if (!n.is_valid() || !PyUnicode_Check(n.ptr())) {
+    PyErr_Clear();
+    return "?";
+  }
+  const char* c = PyUnicode_AsUTF8AndSize(n.ptr(), nullptr);
+  if (c == nullptr) {
+    PyErr_Clear();
+    return "?";
+  }
+  return c;
+}
+
 [[noreturn]] void type_fail(const char* name, const char* want, PyObject* got) {
   throw nb::type_error(
-      (std::string(name) + " must be " + want + ", not " + Py_TYPE(got)->tp_name).c_str());
+      (std::string(name) + " must be " + want + ", not " + type_name(got)).c_str());
+}
+
+void import_numpy();
+PyObject* np_bool = nullptr;  // numpy.bool_, once numpy is loaded
+
+// numpy's bool scalar is not a count either, but numpy < 2.3 gives it __index__.
+bool is_numpy_bool(PyObject* o) {
+  if (np_bool == nullptr) {
+    if (PyDict_GetItemString(PyImport_GetModuleDict(), "numpy") == nullptr)
+      return false;  // numpy not loaded: no numpy bool can exist
+    import_numpy();
+  }
+  return PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(np_bool));
 }
 
 // A count: an int or an object with __index__ (numpy integers), never bool, never negative.
@@ -95,6 +141,7 @@ int64_t as_count(PyObject* o, const char* name) {
   if (PyLong_Check(o)) {
     v = PyLong_AsLongLongAndOverflow(o, &overflow);
   } else {
+    if (is_numpy_bool(o)) type_fail(name, "an int", o);
     PyObject* i = PyNumber_Index(o);
     if (i == nullptr) {
       if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
@@ -141,11 +188,10 @@ class TableList {
  public:
   TableList(PyObject* seq, const char* name) {
     if (!PyList_Check(seq) && !PyTuple_Check(seq)) type_fail(name, "a list or tuple", seq);
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject** items = PySequence_Fast_ITEMS(seq);
+    const Py_ssize_t n = seq_size(seq);
     if (n > kSmall) big_.resize(static_cast<size_t>(n));
     BlockTable** out = n > kSmall ? big_.data() : small_;
-    for (Py_ssize_t i = 0; i < n; ++i) out[i] = as_table(items[i], name);
+    for (Py_ssize_t i = 0; i < n; ++i) out[i] = as_table(seq_item(seq, i), name);
     span_ = {out, static_cast<size_t>(n)};
   }
   std::span<BlockTable* const> span() const { return span_; }
@@ -179,6 +225,7 @@ void import_numpy() {
   nb::module_ np = nb::module_::import_("numpy");
   np_empty = nb::object(np.attr("empty")).release().ptr();
   np_int32 = nb::object(np.attr("dtype")("int32")).release().ptr();
+  np_bool = nb::object(np.attr("bool_")).release().ptr();
 }
 
 Int32Array new_int32_array(size_t rows, size_t cols, bool two_d) {
@@ -243,10 +290,10 @@ std::vector<int64_t> as_frontiers(PyObject* o, size_t expected) {
   } else {
     nb::object seq = nb::steal(PySequence_Fast(o, "num_computed_tokens must be a sequence"));
     if (!seq.is_valid()) throw nb::python_error();
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
-    PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
+    const Py_ssize_t n = seq_size(seq.ptr());
     out.resize(static_cast<size_t>(n));
-    for (Py_ssize_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = as_count(items[i], name);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      out[static_cast<size_t>(i)] = as_count(seq_item(seq.ptr(), i), name);
   }
   if (out.size() != expected)
     throw std::invalid_argument(std::string(name) + " must hold one frontier per request (" +
@@ -314,16 +361,15 @@ std::span<const Key> as_keys(PyObject* o) {
   thread_local std::vector<Key> buf;
   if (!PyList_Check(o) && !PyTuple_Check(o))
     throw std::invalid_argument("keys must be a list or tuple of 32-byte bytes, not " +
-                                std::string(Py_TYPE(o)->tp_name));
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-  PyObject** items = PySequence_Fast_ITEMS(o);
+                                type_name(o));
+  const Py_ssize_t n = seq_size(o);
   buf.resize(static_cast<size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* k = items[i];
-    if (!PyBytes_Check(k) || PyBytes_GET_SIZE(k) != static_cast<Py_ssize_t>(KEY_BYTES))
+    PyObject* k = seq_item(o, i);
+    if (!PyBytes_Check(k) || bytes_size(k) != static_cast<Py_ssize_t>(KEY_BYTES))
       throw std::invalid_argument("keys[" + std::to_string(i) +
                                   "] must be a bytes object of length 32");
-    std::memcpy(buf[static_cast<size_t>(i)].data(), PyBytes_AS_STRING(k), KEY_BYTES);
+    std::memcpy(buf[static_cast<size_t>(i)].data(), bytes_data(k), KEY_BYTES);
   }
   return {buf.data(), buf.size()};
 }
@@ -339,10 +385,10 @@ class Tokens {
     if (PyObject_CheckBuffer(o) && from_buffer(o)) return;
     nb::object seq = nb::steal(PySequence_Fast(o, "tokens must be an iterable of ints"));
     if (!seq.is_valid()) throw nb::python_error();
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    const Py_ssize_t n = seq_size(seq.ptr());
     own_.resize(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* t = PySequence_Fast_ITEMS(seq.ptr())[i];
+      PyObject* t = seq_item(seq.ptr(), i);
       int overflow = 0;
       long long v;
       if (PyLong_Check(t)) {  // bool included, as operator.index accepts it
@@ -351,8 +397,7 @@ class Tokens {
         // __index__ is Python code: it may change the list we are reading.
         nb::object idx = nb::steal(PyNumber_Index(nb::borrow(t).ptr()));
         if (!idx.is_valid()) throw nb::python_error();  // TypeError, as operator.index
-        if (PySequence_Fast_GET_SIZE(seq.ptr()) != n)
-          throw nb::value_error("tokens changed size while being read");
+        if (seq_size(seq.ptr()) != n) throw nb::value_error("tokens changed size while being read");
         v = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
       }
       if (overflow != 0 || v < 0 || static_cast<uint64_t>(v) > kTokenMax) {
@@ -438,7 +483,7 @@ nb::list key_list(const std::vector<Key>& keys) {
     PyObject* b = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(keys[i].data()),
                                             static_cast<Py_ssize_t>(KEY_BYTES));
     if (b == nullptr) throw nb::python_error();
-    PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), b);
+    PyList_SetItem(out.ptr(), static_cast<Py_ssize_t>(i), b);  // steals b
   }
   return out;
 }
@@ -481,6 +526,21 @@ and is bound to the pool; a free matched page leaves the free queue. A match of 
 changes nothing. A match of another coordinator, or one with a page that no longer carries
 the name it was matched under (evicted since), is a ValueError, and nothing changes.)";
 
+constexpr const char* kGroupSpecDoc =
+    R"(One group of a Coordinator: kind 'full', 'sliding' (needs a window) or 'state';
+live_tail_alloc only for sliding.
+
+live_tail_alloc=True gives a hole (page 0) to every slot of a chunk that is out of the
+window at the chunk's end and is no resume page. Safe only for a group whose kernels never
+read the current chunk's own entries from the pool during that chunk's forward:
+
+- conv (W = kernel width): the kernel reads the chunk from the packed activations and only
+  the last W - 1 earlier tokens from pages: safe;
+- sliding attention with a ragged + paged prefill (the chunk's K/V from activations, only
+  earlier context from pages): safe;
+- sliding attention whose prefill writes the chunk into its pages and reads it back: keep
+  live tail off, or it reads holes.)";
+
 }  // namespace
 
 #include "bind_plan.inc"  // Coordinator.plan_step / apply_step (semantics section 9)
@@ -492,6 +552,7 @@ NB_MODULE(_core, m) {
   m.attr("__version__") = LIVETAIL_VERSION;
 
   nb::class_<BlockPool>(m, "BlockPool", nb::is_final(), nb::is_weak_referenceable(),
+                        nb::sig("@typing.final\nclass BlockPool()"),
                         "Pages 0..num_blocks-1; page 0 is the null page, never allocated.\n\n"
                         "Free pages wait in one queue, initially 1, 2, ..., num_blocks-1. A page\n"
                         "whose count drops to 0 joins its back if named, its front if not\n"
@@ -536,7 +597,7 @@ NB_MODULE(_core, m) {
           "Reference counts of every page, indexed by page id, as int32.")
       .def("__repr__", &pool_repr);
 
-  nb::class_<PyTable>(m, "BlockTable", nb::is_final(),
+  nb::class_<PyTable>(m, "BlockTable", nb::is_final(), nb::sig("@typing.final\nclass BlockTable()"),
                       "One request's slots in one group: slot s covers tokens [s*B, (s+1)*B)\n"
                       "and holds a page id (0 = hole). Bound to a pool by its first acquire,\n"
                       "unbound by free; while bound it keeps that pool alive.")
@@ -651,8 +712,10 @@ NB_MODULE(_core, m) {
           "Free every page (in slot order, as one batch) and empty and unbind the table.")
       .def("__repr__", &manager_repr);
 
-  nb::class_<FullAttentionManager, Manager>(m, "FullAttentionManager", nb::is_final(),
-                                            "Every slot gets a real page; nothing is reclaimed.")
+  nb::class_<FullAttentionManager, Manager>(
+      m, "FullAttentionManager", nb::is_final(),
+      nb::sig("@typing.final\nclass FullAttentionManager(Manager)"),
+      "Every slot gets a real page; nothing is reclaimed.")
       .def(
           "__init__",
           [](FullAttentionManager* self, Count block_size) {
@@ -662,6 +725,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<SlidingWindowManager, Manager>(
       m, "SlidingWindowManager", nb::is_final(),
+      nb::sig("@typing.final\nclass SlidingWindowManager(Manager)"),
       "Window of sliding_window tokens; pages that slide out are reclaimed. With\n"
       "live_alloc_alignment = A > 0 (a multiple of block_size), an acquire gives a real page\n"
       "only to slots in the live tail or among the resume pages behind each A boundary.")
@@ -677,7 +741,7 @@ NB_MODULE(_core, m) {
           "block_size"_a, "sliding_window"_a, "live_alloc_alignment"_a = 0);
 
   nb::class_<StateManager, Manager>(
-      m, "StateManager", nb::is_final(),
+      m, "StateManager", nb::is_final(), nb::sig("@typing.final\nclass StateManager(Manager)"),
       "Mamba/SSM state: a sliding group with W = 2 and no live tail;\n"
       "only the last page is kept once reclaimed.")
       .def(
@@ -687,9 +751,8 @@ NB_MODULE(_core, m) {
           },
           "block_size"_a);
 
-  nb::class_<GroupSpec>(m, "GroupSpec", nb::is_final(),
-                        "One group of a Coordinator: kind 'full', 'sliding' (needs a window) or\n"
-                        "'state'; live_tail_alloc only for sliding.")
+  nb::class_<GroupSpec>(m, "GroupSpec", nb::is_final(), nb::sig("@typing.final\nclass GroupSpec()"),
+                        kGroupSpecDoc)
       .def(
           "__init__",
           [](GroupSpec* self, Str kind, Count block_size, Count sliding_window,
@@ -719,7 +782,7 @@ NB_MODULE(_core, m) {
       .def("__repr__", &spec_repr);
 
   nb::class_<PrefixMatch>(
-      m, "PrefixMatch", nb::is_final(),
+      m, "PrefixMatch", nb::is_final(), nb::sig("@typing.final\nclass PrefixMatch()"),
       "The result of Coordinator.match_prefix: num_tokens and, per group, the page id of each\n"
       "slot below it (0 = hole). It remembers its coordinator and the name every real page was\n"
       "matched under, so that claim can tell whether it is still valid. Not constructible.")
@@ -740,7 +803,7 @@ NB_MODULE(_core, m) {
       });
 
   nb::class_<PyCoordinator>(
-      m, "Coordinator", nb::is_final(),
+      m, "Coordinator", nb::is_final(), nb::sig("@typing.final\nclass Coordinator()"),
       "Several groups sharing one pool; each request has one table per group. base_block_size\n"
       "and lcm_block_size are the gcd and lcm of the page sizes; live-tail sliding groups align\n"
       "to the lcm. Every call checks every group's arguments before any group acts, and groups\n"
@@ -840,8 +903,7 @@ NB_MODULE(_core, m) {
                 nb::steal(PySequence_Fast(requests.obj, "requests must be a sequence"));
             if (!seq.is_valid()) throw nb::python_error();
             PyObject* rs = seq.ptr();
-            const Py_ssize_t nreq = PySequence_Fast_GET_SIZE(rs);
-            PyObject** items = PySequence_Fast_ITEMS(rs);
+            const Py_ssize_t nreq = seq_size(rs);
             // Frontiers first: __index__ is Python code that could change the lists under us.
             const std::vector<int64_t> fronts =
                 as_frontiers(num_computed_tokens.obj, static_cast<size_t>(nreq));
@@ -849,19 +911,19 @@ NB_MODULE(_core, m) {
             std::vector<BlockTable*> flat;
             flat.reserve(static_cast<size_t>(nreq) * g);
             for (Py_ssize_t r = 0; r < nreq; ++r) {
-              PyObject* ts = items[r];
+              PyObject* ts = seq_item(rs, r);
               auto at = [r] { return "requests[" + std::to_string(r) + "]"; };  // errors only
               if (!PyList_Check(ts) && !PyTuple_Check(ts))
                 type_fail(at().c_str(), "a list or tuple of BlockTable", ts);
-              const Py_ssize_t n = PySequence_Fast_GET_SIZE(ts);
+              const Py_ssize_t n = seq_size(ts);
               if (static_cast<size_t>(n) != g)
                 throw std::invalid_argument(at() + " must hold one table per group (" +
                                             std::to_string(g) + "), got " + std::to_string(n));
-              PyObject** tv = PySequence_Fast_ITEMS(ts);
               for (Py_ssize_t k = 0; k < n; ++k) {
-                if (Py_TYPE(tv[k]) != reinterpret_cast<PyTypeObject*>(table_type))
-                  type_fail(at().c_str(), "a list or tuple of BlockTable", tv[k]);
-                flat.push_back(as_table(tv[k], "table"));
+                PyObject* tk = seq_item(ts, k);
+                if (Py_TYPE(tk) != reinterpret_cast<PyTypeObject*>(table_type))
+                  type_fail(at().c_str(), "a list or tuple of BlockTable", tk);
+                flat.push_back(as_table(tk, "table"));
               }
             }
             const DecodeResult res = c.decode_step(flat, fronts);
@@ -931,9 +993,8 @@ NB_MODULE(_core, m) {
         nb::object sb = nb::steal(PyBytes_FromObject(so));  // a copy: tokens may run code
         if (!sb.is_valid()) throw nb::python_error();
         const Tokens toks(tokens.obj);
-        const std::span<const uint8_t> sv(
-            reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(sb.ptr())),
-            static_cast<size_t>(PyBytes_GET_SIZE(sb.ptr())));
+        const std::span<const uint8_t> sv(reinterpret_cast<const uint8_t*>(bytes_data(sb.ptr())),
+                                          static_cast<size_t>(bytes_size(sb.ptr())));
         std::vector<Key> keys;
         {
           nb::gil_scoped_release unlocked;  // hashing touches no Python object

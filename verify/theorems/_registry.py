@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ._prover import Prover, Values
 
@@ -12,7 +12,7 @@ EXPECTED = ("proved", "witness")
 VERDICTS = ("proved", "witness", "counterexample", "unknown")
 
 # (verdict, [(step name, values)], variant) -> trace dicts ready for ``trace.write_trace``
-TraceBuilder = Callable[[str, Sequence[tuple[str, Values]], Optional[str]], list[dict[str, Any]]]
+TraceBuilder = Callable[[str, Sequence[tuple[str, Values]], str | None], list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
