@@ -28,7 +28,7 @@ from ..z3arith import Z3, RangeArith, Tracked, Tracker
 from ._prover import Prover, Step, StepFailed, model_values
 from ._registry import theorem
 from ._sites import CONSTANTS, SITES, Site
-from .arith import I32, check_obligations, fits_facts, inputs, plain
+from .arith import I32, check_obligations, inputs, plain
 
 WIDTHS = {
     "int64": (-(2**63), 2**63 - 1),
@@ -127,16 +127,32 @@ def prove_site(p: Prover, site: Site) -> int:
 # --- routed: the geometry.h functions of the hot paths ---------------------------------------
 
 
+def fits_fact(p: Prover, inp: Any) -> Any:
+    """What a passed fits_int32(slots, tail, B, n) gives the placement loop, proved once."""
+    new = geo.new_slots(inp.tail, inp.B, inp.n, Z3)
+    fact = z3.Implies(
+        geo.fits_int32(inp.slots, inp.tail, inp.B, inp.n, Z3),
+        z3.And(
+            new >= 0,
+            inp.slots + new <= I32,
+            geo.extent(inp.slots, inp.tail, inp.B) + inp.n <= I32,
+        ),
+    )
+    p.prove("fits_int32(slots, tail, B, n) bounds the slots and frontier after", fact, inp.hyps)
+    return fact
+
+
 def routed(p: Prover) -> None:
     """The placement loop's geometry calls, under the checks acquire runs first."""
     inp = inputs(True, 2**63 - 1)
-    facts = fits_facts(p, inp)
+    facts = [fits_fact(p, inp)]
     tr = Tracker()
     ar = RangeArith(tr)
     B, W, slots, tail, n = (ar.num(x) for x in (inp.B, inp.W, inp.slots, inp.tail, inp.n))
     A = Tracked(inp.A, tr)
-    fit_n = geo.fits_int32(inp.slots, inp.tail, inp.B, inp.n, Z3)
-    fit_1 = geo.fits_int32(inp.slots, inp.tail, inp.B, 1, Z3)
+    fits = geo.fits_int32(inp.slots, inp.tail, inp.B, inp.n, Z3)
+    # check_fits(slots, tail, n) passed: n <= tail (no slot added) or fits_int32.
+    fit_n = z3.Or(inp.n <= inp.tail, fits)
     end = geo.slots_after(inp.slots, inp.tail, inp.B, inp.n, Z3)
     f = geo.frontier_after(inp.slots, inp.tail, inp.B, inp.n)
     h = geo.first_live_slot(inp.slots, end, f, inp.W, inp.B, Z3)
@@ -152,12 +168,10 @@ def routed(p: Prover) -> None:
         finally:
             del tr.path[len(tr.path) - len(conds) :]
 
-    spill = [fit_n, inp.n > inp.tail]
+    spill = [fits, inp.n > inp.tail]
     under("slots_after(slots, tail, B, n)", [fit_n], lambda: geo.slots_after(slots, tail, B, n, ar))
     under("frontier_after(slots, tail, B, n)", spill, lambda: geo.frontier_after(slots, tail, B, n))
-    under(
-        "frontier_after(slots, tail, B, 1)", [fit_1], lambda: geo.frontier_after(slots, tail, B, 1)
-    )
+    under("frontier_after(slots, tail, B, 1)", [], lambda: geo.frontier_after(slots, tail, B, 1))
     under(
         "first_live_slot(slots, end, f, W, B)",
         spill,
@@ -230,10 +244,16 @@ def routed(p: Prover) -> None:
 def native_hot_paths(p: Prover) -> None:
     routed(p)
     n, r, g = z3.Ints("n r g")
+    # decode_step's check, by division, means len(tables) == requests * groups.
     p.prove(
-        "decode_step: n / g == r and n % g == 0 iff n == r * g",
-        (z3.And(n / g == r, n % g == 0)) == (n == r * g),
-        [n >= 0, r >= 0, g >= 1],
+        "decode_step: n == r * g implies n / g == r and n % g == 0",
+        z3.And(n / g == r, n % g == 0),
+        [g >= 1, r >= 0, n == r * g],
+    )
+    p.prove(
+        "decode_step: n / g == r and n % g == 0 imply n == r * g",
+        n == r * g,
+        [g >= 1, n >= 0, r >= 0, n / g == r, n % g == 0],
     )
     claims = sum(prove_site(p, site) for site in SITES)
     assumed = [f"{s.function}: {s.code}" for s in SITES if s.assumed]
