@@ -1,6 +1,6 @@
 """The inventory of native hot-path arithmetic stays honest.
 
-``native-hot-paths-fit-int64`` proves the sites listed in ``verify/theorems/_sites.py``;
+``native-hot-paths-fit-int64`` proves the sites listed in ``verify/theorems/_sites*.py``;
 these tests fail when the source and that list drift apart: a site whose text is no longer
 in its function, an arithmetic operator in a hot-path function that no site covers (and
 that is not inside a geometry.h call), a geometry.h call without a spec/geometry.py twin,
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from livetail.spec import geometry as spec_geometry
 from livetail.verify.theorems import hot_paths
-from livetail.verify.theorems._sites import SITES
+from livetail.verify.theorems.hot_paths import SITES
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,9 +9,9 @@ Two kinds of coverage (``docs/theorems.md`` lists every site):
   evaluated here on tracked numbers under the checks the native code runs first, exactly
   as ``native-arithmetic-fits-int64`` does for the closed forms;
 - **sites**: counters, scans, sums over groups and the prefix arithmetic, each a C++
-  expression copied verbatim into ``_sites.py`` (a test keeps the copies equal to the
-  source), evaluated on tracked numbers under the loop condition and invariant that hold
-  where it runs.
+  expression copied verbatim into ``_sites.py`` or ``_sites_coordinator.py`` (a test
+  keeps the copies equal to the source), evaluated on tracked numbers under the loop
+  condition and invariant that hold where it runs.
 """
 
 from __future__ import annotations
@@ -25,10 +25,13 @@ import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 
 from ..z3arith import Z3, RangeArith, Tracked, Tracker
+from . import _sites, _sites_coordinator
 from ._prover import Prover, Step, StepFailed, model_values
 from ._registry import theorem
-from ._sites import CONSTANTS, SITES, Site
+from ._sites import CONSTANTS, Site
 from .arith import I32, check_obligations, inputs, plain
+
+SITES: list[Site] = [*_sites.SITES, *_sites_coordinator.SITES]
 
 WIDTHS = {
     "int64": (-(2**63), 2**63 - 1),
