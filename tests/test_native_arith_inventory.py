@@ -230,3 +230,15 @@ def test_routed_call_is_verbatim_in_its_function(call: str, where: str) -> None:
     short, function = where.split(" ")
     path = next(f for f in HOT if f.endswith("/" + short))
     assert _norm(call) in _norm(body(path, function))
+
+
+def test_every_geometry_call_on_a_hot_path_is_evaluated_by_a_range_theorem() -> None:
+    called = set().union(*(_geometry_calls(body(f, fn)) for f, fn in HOT_FUNCTIONS))
+    arith_source = (Path(hot_paths.__file__).parent / "arith.py").read_text()
+    closed = {c.removeprefix("geometry::") for c, _ in hot_paths.CLOSED_FORMS}
+    routed = {re.match(r"geometry::(\w+)", c).group(1) for c, _ in hot_paths.ROUTED}  # type: ignore[union-attr]
+    routed |= {"period", "kept_per_period"}  # the loop's period and kept count
+    assert called - {"div", "mod", "min", "max"} == closed | routed
+    assert all(f"geo.{f}(" in arith_source for f in closed)
+    source = Path(hot_paths.__file__).read_text()
+    assert all(f"geo.{f}(" in source for f in routed)

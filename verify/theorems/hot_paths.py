@@ -286,12 +286,29 @@ ROUTED = [
 ]
 
 
+# The closed forms the hot paths call, evaluated by native-arithmetic-fits-int64 (arith.py).
+CLOSED_FORMS = [
+    ("geometry::fits_int32", "managers.h check_fits"),
+    ("geometry::extent", "managers.h check_frontier; table.h extent; coordinator.cpp"),
+    ("geometry::blocks_needed", "managers.h needed_unchecked"),
+    ("geometry::blocks_needed_sequential", "managers.h Manager::blocks_needed_for_sequential"),
+    ("geometry::tail_after", "managers.h acquire_unchecked, blocks_needed_for_sequential"),
+    ("geometry::reclaim_bound", "managers.h reclaim_unchecked; managers.cpp"),
+    ("geometry::resume_pages", "coordinator.cpp Coordinator::resume"),
+]
+
+
 def inventory_markdown() -> str:
     """Every hot-path arithmetic expression outside the closed forms, and what covers it."""
     rows = [
         "| expression | file: function | covered by | how |",
         "|---|---|---|---|",
     ]
+    for call, where in CLOSED_FORMS:
+        rows.append(
+            f"| `{call}(...)` | {where} | native-arithmetic-fits-int64 | closed form: an entry"
+            " point of that theorem |"
+        )
     for call, where in ROUTED:
         rows.append(
             f"| `{call}` | {where} | native-hot-paths-fit-int64 | routed: its spec/geometry.py"
