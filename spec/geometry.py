@@ -205,3 +205,43 @@ def blocks_needed_sequential(
 def reclaim_bound(f: Num, slots: Num, W: Num, B: Num, ar: Arith = INT) -> Num:
     """b = min(slid_out(f), slots): reclaim releases every real slot in [floor, b)."""
     return ar.min(slid_out(f, W, B, ar), slots)
+
+
+# --- native hot paths ----------------------------------------------------------------
+# Named steps of acquire's placement loop in native/src/managers.cpp, so the C++ calls the
+# mirror of a function the range proofs evaluate (verify/theorems/hot_paths.py).
+
+
+def frontier_after(slots: Num, tail: Num, B: Num, n: Num) -> Num:
+    """The frontier an acquire of n tokens leaves: extent + n."""
+    return extent(slots, tail, B) + n
+
+
+def slots_after(slots: Num, tail: Num, B: Num, n: Num, ar: Arith = INT) -> Num:
+    """len(slots) after an acquire of n tokens."""
+    return slots + new_slots(tail, B, n, ar)
+
+
+def first_live_slot(first: Num, end: Num, f: Num, W: Num, B: Num, ar: Arith = INT) -> Num:
+    """h in [first, end]: new slots [h, end) are inside the window at f, so all real."""
+    return ar.min(ar.max(slid_out(f, W, B, ar), first), end)
+
+
+def period_start(x: Num, m: Num, ar: Arith = INT) -> Num:
+    """First slot of the m-slot period holding slot x."""
+    return x - ar.mod(x, m)
+
+
+def resume_run_begin(p0: Num, m: Num, kept: Num, first: Num, ar: Arith = INT) -> Num:
+    """First new slot of period p0's resume run: its last `kept` slots, none before first."""
+    return ar.max(p0 + m - kept, first)
+
+
+def resume_run_end(p0: Num, m: Num, h: Num, ar: Arith = INT) -> Num:
+    """End of period p0's resume run: the period's end, or h where the window starts."""
+    return ar.min(p0 + m, h)
+
+
+def next_period(p0: Num, m: Num) -> Num:
+    """First slot of the period after p0's."""
+    return p0 + m

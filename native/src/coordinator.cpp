@@ -55,6 +55,9 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool)
       pool_(&pool),
       id_(next_coordinator.fetch_add(1, std::memory_order_relaxed)) {
   if (specs_.empty()) fail("specs", "must name at least one group");
+  // Sums over groups of per-group counts (each <= 2**31 - 1) then fit int64.
+  if (specs_.size() > static_cast<size_t>(geometry::INT32_MAX_TOKENS))
+    fail("specs", "must name at most 2**31 - 1 groups");
   base_ = specs_[0].block_size;
   lcm_ = specs_[0].block_size;
   for (const GroupSpec& s : specs_) {
@@ -177,7 +180,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
                                       std::span<const int64_t> num_computed_tokens) {
   const size_t g = managers_.size();
   const size_t r = num_computed_tokens.size();
-  if (tables.size() != r * g)
+  if (tables.size() / g != r || tables.size() % g != 0)  // never forms r * g, which may wrap
     fail("requests", "must hold " + std::to_string(g) + " tables per request (" +
                          std::to_string(r) + " requests), got " + std::to_string(tables.size()));
   const uint64_t visit = next_visit.fetch_add(1, std::memory_order_relaxed);
@@ -194,7 +197,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
       m.check_fits(t->size(), t->tail_, 1, "num_tokens");
       Manager::check_count(f, "num_computed_tokens");
       // The reclaim runs after the acquire, so its frontier may reach the new token.
-      if (f > geometry::extent(t->size(), t->tail_, m.block_size()) + 1)
+      if (f > geometry::frontier_after(t->size(), t->tail_, m.block_size(), 1))
         fail("num_computed_tokens",
              "= " + std::to_string(f) + " is above the extent " + "the acquire leaves");
     } catch (const std::invalid_argument& e) {

@@ -119,20 +119,21 @@ void Manager::grow(BlockTable& t, int64_t slots) {
 void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
   const int64_t slots = t.size();
   const int64_t tail = t.tail_;
-  const int64_t end = slots + geometry::new_slots(tail, B_, n);
+  const int64_t end = geometry::slots_after(slots, tail, B_, n);
   t.slots_.resize(static_cast<size_t>(end));  // new slots start as holes; the only throw
   int32_t* s = t.slots_.data();
   BlockPool::Taker take(pool);
   int64_t h = slots;  // [slots, h): live only if a resume page; [h, end): all live
   if (A_ > 0) {
-    const int64_t f = geometry::extent(slots, tail, B_) + n;
-    h = geometry::min(geometry::max(geometry::slid_out(f, W_, B_), slots), end);
+    const int64_t f = geometry::frontier_after(slots, tail, B_, n);
+    h = geometry::first_live_slot(slots, end, f, W_, B_);
     const int64_t m = geometry::period(A_, B_);
     const int64_t kept = geometry::kept_per_period(W_, B_, A_);
     // The resume pages are the last `kept` slots of each period: visit them, not the holes.
-    for (int64_t p0 = slots - geometry::mod(slots, m); p0 < h; p0 += m) {
-      const int64_t hi = geometry::min(p0 + m, h);
-      for (int64_t i = geometry::max(p0 + m - kept, slots); i < hi; ++i) s[i] = take.pop();
+    for (int64_t p0 = geometry::period_start(slots, m); p0 < h; p0 = geometry::next_period(p0, m)) {
+      const int64_t hi = geometry::resume_run_end(p0, m, h);
+      for (int64_t i = geometry::resume_run_begin(p0, m, kept, slots); i < hi; ++i)
+        s[i] = take.pop();
     }
   }
   for (int64_t i = h; i < end; ++i) s[i] = take.pop();
@@ -162,7 +163,7 @@ int64_t Manager::free_unchecked(BlockPool& pool, BlockTable& t) const noexcept {
   // Reclaim left no real page below the floor, so the scan stops there.
   const int64_t floor = t.floor_;
   int64_t i = t.size();
-  for (const int64_t top = geometry::max(i - i % kScanBlock, floor); i > top;)
+  for (const int64_t top = geometry::max(geometry::period_start(i, kScanBlock), floor); i > top;)
     if (s[--i] != 0) punch(rel, s[i]);
   for (; i - kScanBlock >= floor; i -= kScanBlock) {
     int32_t* blk = s + i - kScanBlock;

@@ -131,4 +131,38 @@ LIVETAIL_INLINE int64_t reclaim_bound(int64_t f, int64_t slots, int64_t W, int64
   return min(slid_out(f, W, B), slots);
 }
 
+
+// --- native hot paths ---------------------------------------------------------------
+// Named steps of acquire's placement loop (managers.cpp), so the range proofs cover them.
+
+// The frontier an acquire of n tokens leaves: extent + n.
+LIVETAIL_INLINE int64_t frontier_after(int64_t slots, int64_t tail, int64_t B, int64_t n) {
+  return extent(slots, tail, B) + n;
+}
+
+// len(slots) after an acquire of n tokens.
+LIVETAIL_INLINE int64_t slots_after(int64_t slots, int64_t tail, int64_t B, int64_t n) {
+  return slots + new_slots(tail, B, n);
+}
+
+// h in [first, end]: new slots [h, end) are inside the window at f, so all real.
+LIVETAIL_INLINE int64_t first_live_slot(int64_t first, int64_t end, int64_t f, int64_t W,
+                                        int64_t B) {
+  return min(max(slid_out(f, W, B), first), end);
+}
+
+// First slot of the m-slot period holding slot x.
+LIVETAIL_INLINE int64_t period_start(int64_t x, int64_t m) { return x - mod(x, m); }
+
+// First new slot of period p0's resume run: its last `kept` slots, none before first.
+LIVETAIL_INLINE int64_t resume_run_begin(int64_t p0, int64_t m, int64_t kept, int64_t first) {
+  return max(p0 + m - kept, first);
+}
+
+// End of period p0's resume run: the period's end, or h where the window starts.
+LIVETAIL_INLINE int64_t resume_run_end(int64_t p0, int64_t m, int64_t h) { return min(p0 + m, h); }
+
+// First slot of the period after p0's.
+LIVETAIL_INLINE int64_t next_period(int64_t p0, int64_t m) { return p0 + m; }
+
 }  // namespace livetail::geometry

@@ -75,7 +75,7 @@ class Manager {
   // Makes the next acquire of n tokens allocation-free (may throw std::bad_alloc; changes
   // nothing observable).
   void reserve_unchecked(BlockTable& t, int64_t n) const {
-    const int64_t end = t.size() + geometry::new_slots(t.tail_, B_, n);
+    const int64_t end = geometry::slots_after(t.size(), t.tail_, B_, n);
     if (static_cast<size_t>(end) > t.slots_.capacity()) [[unlikely]]
       grow(t, end);
   }
@@ -159,7 +159,7 @@ inline int64_t Manager::blocks_needed_for_sequential(const BlockTable& t, int64_
   const int64_t slots = t.size(), tail = t.tail_;
   check_fits(slots, tail, first_tokens, "first_tokens");
   // The limit applies to the shape after both acquires.
-  check_fits(slots + geometry::new_slots(tail, B_, first_tokens),
+  check_fits(geometry::slots_after(slots, tail, B_, first_tokens),
              geometry::tail_after(tail, B_, first_tokens), extra_tokens, "extra_tokens");
   return geometry::blocks_needed_sequential(slots, tail, first_tokens, extra_tokens, W_, B_, A_);
 }
