@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ._args import bounded, count
+from .runs import drop_reference
 
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
@@ -75,8 +76,8 @@ class BlockPool:
         """Drop one reference per entry, last entry first; returns pages that became free."""
         freed = 0
         for page in reversed(pages):
-            self._ref[page] -= 1
-            if self._ref[page] == 0:
+            self._ref[page], freed_now = drop_reference(self._ref[page])
+            if freed_now:
                 self._queue[page] = None
                 freed += 1
         return freed
