@@ -15,13 +15,15 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
-from . import arith, bounded, charges, closed_forms, prefix, safety
+from . import arith, bounded, charges, closed_forms, prefix, safety, state, transitions
 from ._prover import Prover, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
 # prefix caching.
-_ORDER = [m.__name__ for m in (closed_forms, charges, safety, bounded, arith, prefix)]
+_ORDER = [
+    m.__name__ for m in (closed_forms, transitions, state, charges, safety, bounded, arith, prefix)
+]
 _sorted = sorted(THEOREMS.values(), key=lambda t: _ORDER.index(t.check.__module__))
 THEOREMS.clear()
 THEOREMS.update((t.name, t) for t in _sorted)
