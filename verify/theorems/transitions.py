@@ -24,6 +24,7 @@ from ._common import (
     every_kind,
     ints,
     shape,
+    shape_lemma,
 )
 from ._prover import Prover
 from ._registry import theorem
@@ -208,31 +209,120 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
 
 
 @theorem(
+    "coordinator-acquire-all-or-nothing",
+    """Executes the spec's coordinator acquire (spec/runs.py coordinator_acquire) over three
+    groups (two live-tail sliding groups with page sizes B1, B2 and windows W1, W2, and a
+    full group of page size B3, all symbolic) aligned to a symbolic common alignment L that
+    is a multiple of every page size, on symbolic table shapes, free pages F and count n: it
+    succeeds iff the summed blocks_needed_for(n) fits F; then every group's acquire succeeds
+    and together they take exactly that sum; otherwise no group's slot count or tail room
+    changes and no page is taken. Unbounded, for every live_count, ceil_div, extent,
+    slid_out, tail_after and new_slots function (the facts about them the steps use are
+    proved lemmas).""",
+    """Admission for a multi-group request is one comparison: summed need against free pages;
+    a coordinator acquire never leaves some groups grown and others not.""",
+    cost=8,
+)
+def coordinator_all_or_nothing(p: Prover) -> None:
+    L, k1, k2, k3 = ints("L k1 k2 k3")
+    gs = []
+    for i, k in zip((1, 2), (k1, k2)):
+        B, W = ints(f"B{i} W{i}")
+        gs.append(Geometry(B, W, L, k, (B >= 1, W >= 1, k >= 1, L == k * B), f"live {i}", "live"))
+    B3 = z3.Int("B3")
+    full = (B3 >= 1, k3 >= 1, L == k3 * B3)
+    gs.append(Geometry(B3, z3.IntVal(1), 0, z3.IntVal(1), full, "full", "full"))
+    facts = [count_lemmas(p, g) for g in gs]
+    exts = [shape_facts(p, g)[0] for g in gs]
+    keeps = [
+        p.lemma(
+            f"[{g.label}] lemma: acquire(0) keeps the tail room",
+            lambda t, g=g: ([*g.hyps, t >= 0], geo.tail_after(t, g.B, 0, Z3) == t),
+            1,
+        )
+        for g in gs
+    ]
+
+    def setup() -> tuple[Any, ...]:
+        F, n = ints("F n")
+        tabs, hyps = [], [F >= 0, n >= 0]
+        for i, g in enumerate(gs):
+            s, t = ints(f"slots{i} tail{i}")
+            tabs.append(runs.TableState(s, t, 0, ()))
+            hyps += [*g.hyps, *shape(s, t, g.B)]
+        step = runs.coordinator_acquire(F, tabs, [group(g) for g in gs], n, Z3)
+        for g, t, cf, e0, keep in zip(gs, tabs, facts, exts, keeps):
+            hyps += [e0(t.slots, t.tail), keep(t.tail)]
+            for x in (n, z3.If(step.ok, n, 0)):
+                e = geo.extent(t.slots, t.tail, g.B) + x
+                k = geo.new_slots(t.tail, g.B, x, Z3)
+                hyps += [*cf.zero(t.slots, e), *cf.whole(t.slots, k, e), *cf.ceil(t.tail, x)]
+                hyps += cf.bounds(t.slots, geo.ceil_div(x - t.tail, g.B, Z3), e)
+        needs = [_needed(g, t, n) for g, t in zip(gs, tabs)]
+        return F, tabs, hyps, step, needs[0] + needs[1] + needs[2]
+
+    def ok_iff() -> tuple[Any, Any]:
+        F, tabs, hyps, step, total = setup()
+        return step.ok == (total <= F), hyps
+
+    def success() -> tuple[Any, Any]:
+        F, tabs, hyps, step, total = setup()
+        takes = step.steps[0].take + step.steps[1].take + step.steps[2].take
+        return z3.Implies(
+            step.ok,
+            z3.And(*[s.ok for s in step.steps], step.free == F - total, takes == total),
+        ), hyps
+
+    def failure() -> tuple[Any, Any]:
+        F, tabs, hyps, step, total = setup()
+        same = [
+            z3.And(s.table.slots == t.slots, s.table.tail == t.tail, s.take == 0)
+            for s, t in zip(step.steps, tabs)
+        ]
+        return z3.Implies(z3.Not(step.ok), z3.And(step.free == F, *same)), hyps
+
+    general(p, gs[0], "ok iff the summed need fits the free pages", ok_iff, over=ARITH)
+    general(p, gs[0], "success: every group acquires, takes sum to the need", success, over=ARITH)
+    general(p, gs[0], "failure: no group changes, nothing is taken", failure, over=ARITH)
+
+
+@theorem(
     "admission-promise",
     """Executes acquire(first), reclaim_expired(f) at any frontier f up to the extent, and
     acquire(extra) (spec/runs.py) from a symbolic table of two earlier runs whose pages may be
-    shared (any reference counts >= 1), with symbolic free pages F, for the groups without
-    live tail (full; state; sliding with A = 0; B, W unbounded): when
+    shared (any reference counts >= 1), with symbolic free pages F, for every manager kind
+    (full; state; sliding with A = 0; live-tail sliding with A = m*B; B, W, m unbounded): when
     blocks_needed_for_sequential(first, extra) <= F neither acquire fails, the pages pinned
     after each of the three operations never exceed the pages pinned
     before plus the charge, and without the reclaim the two acquires pin exactly the charge.
     Unbounded, for every live_count, ceil_div, extent, slid_out, tail_after and new_slots
-    function (their facts used come as proved lemmas). Live-tail groups: not yet unbounded
-    (see sequential-charge-with-reclaims-bounded).""",
+    function (the facts about them the steps use are proved lemmas).""",
     """An engine that admits a request only when the sequential charge fits the free pages
     can never run out of pages in the middle of the chunk or the decode step, whatever it
     reclaims between them.""",
+    kills=("combined-charge",),
     cost=8,
 )
 def admission_promise(p: Prover) -> None:
-    for g in every_kind()[:3]:
+    for g in every_kind():
         _admission_kind(p, g)
+
+
+def shape_facts(p: Prover, g: Geometry) -> tuple[Any, Any]:
+    """Instantiators: a valid shape has extent >= 0; acquire(n) leaves a valid shape, extent + n."""
+    ext0 = p.lemma(
+        f"[{g.label}] lemma: a valid shape has extent >= 0",
+        lambda s, t: ([*g.hyps, *shape(s, t, g.B)], geo.extent(s, t, g.B) >= 0),
+        2,
+    )
+    return ext0, shape_lemma(p, g)
 
 
 def _admission_kind(p: Prover, g: Geometry) -> None:
     gr = group(g)
     cf = count_lemmas(p, g)
     bounds, _ = real_in_lemmas(p, g, cf.cb)
+    ext0, after = shape_facts(p, g)
 
     def setup() -> tuple[Any, ...]:
         t, th = table(g, "", 2)
@@ -246,6 +336,7 @@ def _admission_kind(p: Prover, g: Geometry) -> None:
         plain = runs.acquire(a1.free, a1.table, extra, gr, Z3)
         s1 = t.slots + geo.new_slots(t.tail, g.B, first, Z3)
         t1 = geo.tail_after(t.tail, g.B, first, Z3)
+        hyps += [ext0(t.slots, t.tail), ext0(s1, t1), after(t.slots, t.tail, first)]
         for sl, tl, x in ((t.slots, t.tail, first), (s1, t1, extra)):
             e = geo.extent(sl, tl, g.B) + x
             hyps += [*cf.zero(sl, e), *cf.whole(sl, geo.new_slots(tl, g.B, x, Z3), e)]
