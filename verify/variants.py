@@ -74,6 +74,7 @@ def _acquire_before_check(self: _Manager, pool: BlockPool, table: BlockTable, n:
     first = len(table.slots)
     new = geo.ceil_div(n - table.tail_available, self.block_size)
     f = self._extent(table) + n
+    run = runs.acquire_run(self._state(table), n, self._group())
     for s in range(first, first + new):
         if self._is_live(s, f):
             page = pool._allocate(1)
@@ -83,6 +84,7 @@ def _acquire_before_check(self: _Manager, pool: BlockPool, table: BlockTable, n:
         else:
             table.slots.append(0)
     table.tail_available = geo.tail_after(table.tail_available, self.block_size, n)
+    table.runs.append(run)  # the run is recorded only when the acquire went through
     self._bind(pool, table)
     return True
 

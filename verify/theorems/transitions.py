@@ -216,7 +216,8 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
     is a multiple of every page size, on symbolic table shapes, free pages F and count n: it
     succeeds iff the summed blocks_needed_for(n) fits F; then every group's acquire succeeds
     and together they take exactly that sum; otherwise no group's slot count or tail room
-    changes and no page is taken. Unbounded, for every live_count, ceil_div, extent,
+    changes and no page is taken. (The first step, ok iff the sum fits, is definitional: the
+    coordinator decides by the summed query.) Unbounded, for every live_count, ceil_div, extent,
     slid_out, tail_after and new_slots function (the facts about them the steps use are
     proved lemmas).""",
     """Admission for a multi-group request is one comparison: summed need against free pages;
