@@ -35,6 +35,7 @@ __all__ = [
     "VERDICTS",
     "Theorem",
     "domain",
+    "readme_table",
     "run_theorem",
     "markdown",
 ]
@@ -155,6 +156,18 @@ def run_theorem(
         "notes": p.notes,
         "traces": traces,
     }
+
+
+def readme_table() -> str:
+    """The README's table: theorem, domain, section-7 property, what it guarantees an engine."""
+    lines = [
+        "| theorem | domain | establishes | what it guarantees an engine |",
+        "|---|---|---|---|",
+    ]
+    for th in THEOREMS.values():
+        dom = domain(th).split(" (")[0]
+        lines.append(f"| `{th.name}` | {dom} | {PROPERTY[th.name]} | {th.guarantee} |")
+    return "\n".join(lines)
 
 
 def markdown() -> str:
