@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from . import geometry as geo
+from . import runs
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
@@ -159,8 +160,13 @@ class Coordinator:
         n = 0
         for m, t in zip(self._managers, ts):
             n = m._validate_acquire(self._pool, t, num_tokens)
-        need = sum(m.blocks_needed_for(t, n) for m, t in zip(self._managers, ts))
-        if need > self._pool.num_free:
+        step = runs.coordinator_acquire(
+            self._pool.num_free,
+            [m._state(t) for m, t in zip(self._managers, ts)],
+            [m._group() for m in self._managers],
+            n,
+        )
+        if not step.ok:
             return False
         for m, t in zip(self._managers, ts):
             ok = m._acquire(self._pool, t, n)
@@ -285,11 +291,13 @@ class Coordinator:
                     self._pool._take_shared(page)
             t.slots = list(mt._pages[g])
             t.tail_available = 0
-            R = self._resume(g)
             # The holes below the claimed resume pages are never rescanned.
-            t.reclaim_floor = 0 if R < 0 else max(0, b - R)
+            claimed = runs.claim_run(b, m._group(), self._resume(g))
+            t.reclaim_floor = claimed.floor
+            t.runs = list(claimed.runs)
             t.named_upto = b
             m._bind(self._pool, t)
+            m._check_runs(t, 0, b)
 
     def __repr__(self) -> str:
         return f"Coordinator({self._specs!r}, {self._pool!r})"

@@ -8,6 +8,7 @@ closed forms (``geometry.blocks_needed``); the differential test holds the two t
 from __future__ import annotations
 
 from . import geometry as geo
+from . import runs
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
 from .pool import BlockPool
@@ -85,30 +86,50 @@ class _Manager:
     def _is_live(self, s: int, f: int) -> bool:
         return bool(geo.live(s, f, self._window(), self._B, self._A))
 
+    def _group(self) -> runs.Group:
+        return runs.Group(self._B, self._window(), self._A, self.kind != "full")
+
+    def _state(self, table: BlockTable) -> runs.TableState:
+        """The table's run description (what livetail.verify executes symbolically)."""
+        return runs.TableState(
+            len(table.slots), table.tail_available, table.reclaim_floor, tuple(table.runs)
+        )
+
+    def _check_runs(self, table: BlockTable, lo: int, hi: int) -> None:
+        """Slots [lo, hi) are real exactly where the run description says so."""
+        state, g = self._state(table), self._group()
+        for s in range(lo, hi):
+            if (table.slots[s] != 0) != bool(runs.slot_real(state, s, g)):
+                raise AssertionError(f"slot {s} disagrees with the table's runs {state}")
+
     def acquire(self, pool: BlockPool, table: BlockTable, num_tokens: int) -> bool:
         """Extend the table by num_tokens; all-or-nothing on the pool."""
         n = self._validate_acquire(pool, table, num_tokens)
         return self._acquire(pool, table, n)
 
     def _acquire(self, pool: BlockPool, table: BlockTable, n: int) -> bool:
-        """Acquire on validated arguments."""
+        """Acquire on validated arguments: the run description decides, the slots follow it."""
         if n == 0:
             return True
-        if n <= table.tail_available:
-            table.tail_available -= n
-            self._bind(pool, table)
-            return True
-        first = len(table.slots)
-        new = geo.ceil_div(n - table.tail_available, self._B)
-        f = self._extent(table) + n
-        real = [self._is_live(s, f) for s in range(first, first + new)]
-        pages = pool._allocate(sum(real))
-        if pages is None:
+        g = self._group()
+        step = runs.acquire(pool.num_free, self._state(table), n, g)
+        if not step.ok:
             return False
+        run = step.run
+        real = [bool(runs.run_real(run, s, g)) for s in range(run.first, run.end)]
+        if sum(real) != step.take:
+            raise AssertionError(
+                f"acquire placed {sum(real)} real slots, its run takes {step.take}"
+            )
+        pages = pool._allocate(step.take)
+        assert pages is not None, "the run's take was checked against the free pages"
         it = iter(pages)
         table.slots.extend(next(it) if r else 0 for r in real)
-        table.tail_available = geo.tail_after(table.tail_available, self._B, n)
+        table.tail_available = step.table.tail
+        if run.count > 0:
+            table.runs.append(run)
         self._bind(pool, table)
+        self._check_runs(table, run.first, run.end)
         return True
 
     def _bind(self, pool: BlockPool, table: BlockTable) -> None:
@@ -158,12 +179,17 @@ class _Manager:
 
     def _reclaim(self, pool: BlockPool, table: BlockTable, f: int) -> int:
         b = self._reclaim_bound(table, f)
+        lo, hi = runs.reclaim_band(table.reclaim_floor, b)
         released = []
-        for s in range(b - 1, table.reclaim_floor - 1, -1):
+        for s in range(hi - 1, lo - 1, -1):
             if table.slots[s] != 0:
                 released.append(table.slots[s])
                 table.slots[s] = 0
-        table.reclaim_floor = max(table.reclaim_floor, b)
+        band = self._state(table)
+        table.reclaim_floor = runs.floor_after(table.reclaim_floor, b)
+        if len(released) != sum(runs.real_pages_in(band, lo, hi, self._group())):
+            raise AssertionError(f"reclaim released {len(released)} pages, its runs say otherwise")
+        self._check_runs(table, lo, max(hi, table.reclaim_floor))
         return pool._release(released)
 
     def blocks_reclaimable_at(
@@ -181,7 +207,7 @@ class _Manager:
             1
             for s in range(t.reclaim_floor, b)
             if t.slots[s] != 0
-            and pool.ref_count(t.slots[s]) == 1
+            and runs.counts_as_reclaimable(pool.ref_count(t.slots[s]))
             and (count_uncached or pool._is_cached(t.slots[s]))
         )
 
@@ -195,7 +221,10 @@ class _Manager:
         self._free(pool, table)
 
     def _free(self, pool: BlockPool, table: BlockTable) -> None:
-        pool._release([p for p in table.slots if p != 0])
+        pages = [p for p in table.slots if p != 0]
+        if len(pages) != runs.real_pages(self._state(table), self._group()):
+            raise AssertionError(f"free found {len(pages)} real pages, its runs say otherwise")
+        pool._release(pages)
         table._reset()
 
     def __repr__(self) -> str:

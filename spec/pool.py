@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ._args import bounded, count
+from .runs import drop_reference
 
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
@@ -101,8 +102,8 @@ class BlockPool:
         if pages:
             self._version += 1
         for page in reversed(pages):
-            self._ref[page] -= 1
-            if self._ref[page] == 0:
+            self._ref[page], freed_now = drop_reference(self._ref[page])
+            if freed_now:
                 if self._retention and page not in self._name_of:
                     self._front.append(page)  # unnamed: reused first
                 else:

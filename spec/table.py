@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .pool import BlockPool
+    from .runs import Run
 
 
 class BlockTable:
@@ -20,6 +21,8 @@ class BlockTable:
         self.block_size = 0
         # Slots below this were offered names by cache_full_blocks; never revisited.
         self.named_upto = 0
+        # The runs that built the slots (spec/runs.py): what the slots must agree with.
+        self.runs: list[Run] = []
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -53,6 +56,7 @@ class BlockTable:
         self.pool = None
         self.block_size = 0
         self.named_upto = 0
+        self.runs = []
 
     def __repr__(self) -> str:
         return (

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from livetail.spec import geometry as geo
+from livetail.spec import runs
 from livetail.spec.geometry import Arith, Num
 from livetail.spec.managers import _Manager
 from livetail.spec.pool import BlockPool
@@ -73,6 +74,7 @@ def _acquire_before_check(self: _Manager, pool: BlockPool, table: BlockTable, n:
     first = len(table.slots)
     new = geo.ceil_div(n - table.tail_available, self.block_size)
     f = self._extent(table) + n
+    run = runs.acquire_run(self._state(table), n, self._group())
     for s in range(first, first + new):
         if self._is_live(s, f):
             page = pool._allocate(1)
@@ -82,8 +84,42 @@ def _acquire_before_check(self: _Manager, pool: BlockPool, table: BlockTable, n:
         else:
             table.slots.append(0)
     table.tail_available = geo.tail_after(table.tail_available, self.block_size, n)
+    table.runs.append(run)  # the run is recorded only when the acquire went through
     self._bind(pool, table)
     return True
+
+
+def _frontier_minus_one(t: runs.TableState, n: Num, g: runs.Group, ar: Arith = geo.INT) -> runs.Run:
+    # Wrong: places the new slots for frontier extent + n - 1.
+    return runs.Run(
+        t.slots, geo.new_slots(t.tail, g.B, n, ar), geo.extent(t.slots, t.tail, g.B) + n - 1
+    )
+
+
+def _packed_first(run: runs.Run, s: Num, g: runs.Group, ar: Arith = geo.INT) -> Num:
+    # Wrong: the run's real pages go to its first slots, the holes after them.
+    return s - run.first < runs.run_take(run, g, ar)
+
+
+def _band_top_kept(floor: Num, b: Num, ar: Arith = geo.INT) -> tuple[Num, Num]:
+    # Wrong: the last slot of the band is never scanned.
+    return floor, ar.max(floor, b - 1)
+
+
+def _counts_shared(ref: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: a shared page is predicted to re-enter the queue.
+    return ref >= 1
+
+
+def _slid_out_plus_one(f: Num, W: Num, B: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: one page more is treated as out of the window.
+    d = f - W + 1
+    return ar.cond(d > 0, lambda: ar.div(d, B) + 1, lambda: 0)
+
+
+def _floor_to_bound(floor: Num, b: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the floor is set to the bound, so it moves down after an earlier reclaim.
+    return b
 
 
 VARIANTS: dict[str, Variant] = {
@@ -116,6 +152,48 @@ VARIANTS: dict[str, Variant] = {
             _Manager,
             "_acquire",
             _acquire_before_check,
+        ),
+        Variant(
+            "acquire-frontier-minus-one",
+            "acquire places its new slots for frontier extent + n - 1",
+            runs,
+            "acquire_run",
+            _frontier_minus_one,
+        ),
+        Variant(
+            "real-pages-packed-first",
+            "acquire puts its real pages in the run's first slots and the holes after them",
+            runs,
+            "run_real",
+            _packed_first,
+        ),
+        Variant(
+            "reclaim-keeps-band-top",
+            "reclaim_expired never frees the last slot of its band",
+            runs,
+            "reclaim_band",
+            _band_top_kept,
+        ),
+        Variant(
+            "reclaimable-counts-shared",
+            "blocks_reclaimable_at counts pages other holders share",
+            runs,
+            "counts_as_reclaimable",
+            _counts_shared,
+        ),
+        Variant(
+            "slid-out-off-by-one",
+            "slid_out(f) is one page too high",
+            geo,
+            "slid_out",
+            _slid_out_plus_one,
+        ),
+        Variant(
+            "reclaim-floor-to-bound",
+            "reclaim sets the floor to the bound instead of the max of floor and bound",
+            runs,
+            "floor_after",
+            _floor_to_bound,
         ),
     ]
 }

@@ -17,8 +17,9 @@ that builds instances), as ``docs/theorems.md`` explains.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +114,14 @@ class Prover:
         if r == z3.unsat:
             self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
             raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
+        for a in antecedents(claim):
+            # An implication inside the goal must have an antecedent that can hold.
+            r, _ = self._check(hyps, a)
+            if r == z3.unsat:
+                self.steps.append(
+                    Step(name, "unknown", time.monotonic() - t0, "vacuous antecedent")
+                )
+                raise StepFailed("unknown", name, f"{name}: an antecedent in the goal never holds")
         r, s = self._check(hyps, z3.Not(claim))
         dt = time.monotonic() - t0
         if r == z3.unsat:
@@ -155,6 +164,53 @@ class Prover:
             self.steps.append(Step(name, "counterexample", dt, render(values)))
             raise StepFailed("counterexample", name, f"{name}: counterexample", values)
 
+    def prove_general(
+        self,
+        name: str,
+        build: Callable[[], tuple[Any, Sequence[Any]]],
+        over: Sequence[tuple[Any, str]],
+        show: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Prove ``build()``'s ``hyps => claim`` with each ``(module, function)`` of ``over``
+        made an unknown function (so for every such function, the real one included).
+
+        ``build`` is called twice, under the unknown functions and on the real ones; a model
+        of the general query is checked on the real formula, and if it does not violate it,
+        a small concrete search and then the real query decide (as for ``opaque``).
+        """
+        with contextlib.ExitStack() as stack:
+            for module, attribute in over:
+                stack.enter_context(uninterpreted(module, attribute))
+            general, general_hyps = build()
+        claim, hyps = build()
+        t0 = time.monotonic()
+        # Vacuity is checked on the general hypotheses: the real ones are no cheaper to decide.
+        r, _ = self._check(general_hyps, z3.BoolVal(True))
+        if r == z3.unsat:
+            self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
+            raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
+        for a in antecedents(general):
+            r, _ = self._check(general_hyps, a)
+            if r == z3.unsat:
+                self.steps.append(
+                    Step(name, "unknown", time.monotonic() - t0, "vacuous antecedent")
+                )
+                raise StepFailed("unknown", name, f"{name}: an antecedent in the goal never holds")
+        r, s = self._check(general_hyps, z3.Not(general))
+        dt = time.monotonic() - t0
+        if r == z3.unsat:
+            self.steps.append(
+                Step(name, "proved", dt, "for every " + ", ".join(a for _, a in over))
+            )
+            return
+        if r == z3.sat and confirmed(s.model(), claim, list(hyps)):
+            values = model_values(s.model(), show)
+            self.steps.append(Step(name, "counterexample", dt, render(values)))
+            raise StepFailed("counterexample", name, f"{name}: counterexample", values)
+        self.steps.append(Step(name + " (general)", "unknown", dt, "not decided in general"))
+        self._small_counterexample(name, claim, hyps, show)
+        self.prove(name, claim, hyps, show)
+
     def refute(
         self,
         name: str,
@@ -184,6 +240,21 @@ class Prover:
         why = s.reason_unknown()
         self.steps.append(Step(name, "unknown", dt, why))
         raise StepFailed("unknown", name, f"{name}: z3 returned unknown ({why})")
+
+    def exhibit(
+        self, name: str, hyps: Sequence[Any], show: Mapping[str, Any] | None = None
+    ) -> Values:
+        """Vacuity check: find values where ``hyps`` hold (e.g. a hole exists); fail if none."""
+        t0 = time.monotonic()
+        r, s = self._check(hyps, z3.BoolVal(True))
+        dt = time.monotonic() - t0
+        if r == z3.sat:
+            values = model_values(s.model(), show)
+            self.steps.append(Step(name, "exhibited", dt, render(values)))
+            return values
+        verdict = "counterexample" if r == z3.unsat else "unknown"
+        self.steps.append(Step(name, verdict, dt, "no instance: the theorem would be vacuous"))
+        raise StepFailed(verdict, name, f"{name}: no instance exists")
 
     def exhaust(self, name: str, search: Callable[[], tuple[int, Values | None]]) -> None:
         """Run a bounded search; ``search`` returns (cases checked, first failure or None)."""
@@ -227,6 +298,48 @@ class Prover:
     def note(self, key: str, value: Any) -> None:
         """Extra information for the report (e.g. which obligations also fit int32)."""
         self.notes[key] = value
+
+
+@contextlib.contextmanager
+def uninterpreted(module: Any, attribute: str) -> Iterator[Any]:
+    """Within the block, ``module.attribute`` is an unknown function of its number arguments.
+
+    The ``Arith`` argument is dropped and ints are lifted; the result sort is Bool when the
+    function's return annotation says so, else Int.  Used to prove a fact for *every*
+    function (``Prover.prove_general``) and by the definitional check, which re-runs a
+    theorem with the function it is about made unknown.
+    """
+    original = module.__dict__[attribute]
+    ann = str(getattr(original, "__annotations__", {}).get("return", ""))
+    sort = z3.BoolSort() if "Bool" in ann or "bool" in ann else z3.IntSort()
+    funcs: dict[int, Any] = {}
+
+    def unknown(*args: Any) -> Any:
+        xs = [a for a in args if not (hasattr(a, "cond") and hasattr(a, "div"))]
+        if len(xs) not in funcs:
+            sig = [z3.IntSort()] * len(xs)
+            funcs[len(xs)] = z3.Function(f"unknown_{attribute}", *sig, sort)
+        return funcs[len(xs)](*[z3.IntVal(x) if isinstance(x, int) else x for x in xs])
+
+    setattr(module, attribute, unknown)
+    try:
+        yield unknown
+    finally:
+        setattr(module, attribute, original)
+
+
+def antecedents(claim: Any) -> list[Any]:
+    """The antecedent of every implication at the top of a goal (through conjunctions)."""
+    out: list[Any] = []
+    stack = [claim]
+    while stack:
+        e = stack.pop()
+        if z3.is_and(e):
+            stack.extend(e.children())
+        elif z3.is_implies(e):
+            out.append(e.arg(0))
+            stack.append(e.arg(1))
+    return out
 
 
 def abstract(claim: Any, hyps: Sequence[Any], terms: Sequence[Any]) -> tuple[Any, list[Any]]:

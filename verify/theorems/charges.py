@@ -69,8 +69,11 @@ def _show(g: Geometry, slots: Term, tail: Term, first: Term, extra: Term) -> dic
 
 @theorem(
     "sequential-charge-exact",
-    """For every manager kind and table shape and all counts first, extra >= 0, the
-    sequential charge blocks_needed_for_sequential(first, extra) equals the pages
+    """Partly definitional (the first step compares blocks_needed_for_sequential with the two
+    blocks_needed terms it is the sum of, and holds for any blocks_needed; the admission
+    promise over executed acquires is admission-promise). For every manager kind and table
+    shape and all counts first, extra >= 0, the sequential charge
+    blocks_needed_for_sequential(first, extra) equals the pages
     acquire(first) takes plus the pages acquire(extra) then takes on the shape the first
     acquire leaves (a valid shape whose extent grew by first). For groups without live tail
     (A = 0) it also equals blocks_needed_for(first + extra); with live tail it does when
@@ -168,7 +171,9 @@ def sequential_fits_checks_agree(p: Prover) -> None:
 
 @theorem(
     "sequential-charge-bounds-peak",
-    """For every manager kind, table shape and counts first, extra >= 0, and any number r >= 0
+    """Over the closed forms, not the executed transitions (the peak is a formula over the
+    two blocks_needed terms and r; the executed version is admission-promise). For every
+    manager kind, table shape and counts first, extra >= 0, and any number r >= 0
     of pages reclaimed between the two acquires (reclaim changes pages, never the table's
     shape, so the second acquire's take does not depend on it; see reclaim-bounded), the
     pages pinned at any moment of acquire(first), reclaims, acquire(extra), counted from
@@ -248,9 +253,11 @@ def combined_charge_under_counts(p: Prover) -> None:
 
 @theorem(
     "decode-reserve-exact",
-    """For every manager kind, table shape and counts first, extra >= 0, the decode reserve
+    """Partly definitional (reserve = take of the second acquire restates the sequential
+    charge's definition and holds for any blocks_needed; reserve >= 0 is the content). For
+    every manager kind, table shape and counts first, extra >= 0, the decode reserve
     blocks_needed_for_sequential(first, extra) - blocks_needed_for(first) is never negative
-    and equals exactly what acquire(extra) takes after acquire(first). Unbounded; proved for
+    and equals the closed-form take of acquire(extra) after acquire(first). Unbounded; proved for
     live tail (A = m*B) and for A = 0 with any W, which covers full and state groups.""",
     """The pages an engine holds back for the decode step are exactly what that step takes,
     never a negative number (which would release pages it does not have).""",

@@ -66,10 +66,13 @@ def live_count_closed_form(p: Prover) -> None:
 
 @theorem(
     "blocks-needed-equals-acquire",
-    """For every manager kind (full; state, W = 2; sliding with A = 0; live-tail sliding with
-    A = m*B) and every table shape (slots >= 0, tail room in [0, B-1], 0 when empty) and
-    count n >= 0: acquire(n) appends the fewest slots that hold the n - tail tokens that do
-    not fit the tail room, leaves a valid shape whose extent grew by n, and
+    """Definitional (the blocks_needed step compares the query with the live_count it is
+    built from, and still holds with live_count unknown; the executed acquire is proved by
+    acquire-all-or-nothing). For every manager kind (full; state, W = 2; sliding with A = 0;
+    live-tail sliding with A = m*B) and every table shape (slots >= 0, tail room in
+    [0, B-1], 0 when empty) and count n >= 0: acquire(n) appends the fewest slots that
+    hold the n - tail tokens that do not fit the tail room, leaves a valid shape whose
+    extent grew by n, and
     blocks_needed_for(n) equals the number of those new slots that acquire makes real (every
     one when A = 0; those with live(s, extent + n) otherwise, counted slot by slot by
     induction). Unbounded.""",

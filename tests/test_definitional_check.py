@@ -1,0 +1,115 @@
+"""The definitional check: a step re-run with the function it is about made unknown.
+
+If a step still proves when the function it compares against is replaced by an
+uninterpreted function of the same arguments, the step says nothing about that function
+(it compares a function with its own body).  The steps of the theorems that execute the
+spec's transitions must fail that check; the steps known to pass it are labelled
+definitional in their theorem's statement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import pytest
+from livetail.spec import geometry as geo
+from livetail.spec import runs
+from livetail.verify.theorems import THEOREMS
+from livetail.verify.theorems._prover import Prover, StepFailed, uninterpreted
+
+LIVE = "[live-tail sliding (A = m*B)]"
+
+# (theorem, (module, function it is about), step name): the step must NOT prove once the
+# function is unknown.
+ABOUT = [
+    (
+        "acquire-all-or-nothing",
+        (geo, "blocks_needed"),
+        f"{LIVE} acquire succeeds iff blocks_needed_for(n) <= F",
+    ),
+    (
+        "coordinator-acquire-all-or-nothing",
+        (geo, "blocks_needed"),
+        "success: every group acquires, takes sum to the need",
+    ),
+    (
+        "admission-promise",
+        (geo, "blocks_needed_sequential"),
+        f"{LIVE} neither acquire fails; pinned <= pinned before + charge",
+    ),
+    (
+        "acquire-places-holes-outside-every-window",
+        (geo, "live"),
+        "a hole is outside the window of every query t >= the frontier",
+    ),
+    (
+        "reclaim-exact-with-shared-pages",
+        (runs, "counts_as_reclaimable"),
+        "[state (W = 2)] released = blocks_reclaimable_at(f) before, free grows by it",
+    ),
+]
+
+# Steps that still prove with the function unknown: their theorems say so.
+FLAGGED = [
+    (
+        "blocks-needed-equals-acquire",
+        (geo, "live_count"),
+        f"{LIVE} blocks_needed = live new slots at frontier extent + n",
+    ),
+    (
+        "sequential-charge-exact",
+        (geo, "blocks_needed"),
+        f"{LIVE} sequential = take(first) + take(extra) on the shape left",
+    ),
+    ("decode-reserve-exact", (geo, "blocks_needed"), f"{LIVE} reserve = take of acquire(extra)"),
+]
+
+
+class KeepGoing(Prover):
+    """A prover that records each step's result and carries on past failures."""
+
+    def prove(self, name: str, *args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(StepFailed):
+            super().prove(name, *args, **kwargs)
+
+    def prove_general(self, name: str, *args: Any, **kwargs: Any) -> None:
+        with contextlib.suppress(StepFailed):
+            super().prove_general(name, *args, **kwargs)
+
+    def exhibit(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().exhibit(name, *args, **kwargs)
+        except StepFailed:
+            return {}
+
+
+def _results_with_unknown(theorem: str, target: tuple[Any, str]) -> dict[str, str]:
+    p = KeepGoing(deadline=time.monotonic() + 300, step_timeout=10)
+    with uninterpreted(*target):
+        THEOREMS[theorem].check(p)
+    out: dict[str, str] = {}
+    for s in p.steps:
+        out.setdefault(s.name, s.result)
+        if s.result == "proved":
+            out[s.name] = "proved"
+    return out
+
+
+@pytest.mark.parametrize("theorem,target,step", ABOUT, ids=[a[0] for a in ABOUT])
+def test_executing_step_fails_with_the_function_it_is_about_unknown(
+    theorem: str, target: tuple[Any, str], step: str
+) -> None:
+    results = _results_with_unknown(theorem, target)
+    assert step in results, sorted(results)
+    assert results[step] != "proved"
+
+
+@pytest.mark.parametrize("theorem,target,step", FLAGGED, ids=[f[0] for f in FLAGGED])
+def test_definitional_step_still_proves_and_its_theorem_says_so(
+    theorem: str, target: tuple[Any, str], step: str
+) -> None:
+    results = _results_with_unknown(theorem, target)
+    assert results.get(step) == "proved", sorted(results)
+    assert "efinitional" in THEOREMS[theorem].statement

@@ -1,0 +1,194 @@
+"""Sections 7.4 and 7.5 over the executed transitions: hole placement and reclaim exactness.
+
+The theorems call ``runs.acquire`` and ``runs.reclaim`` (spec/runs.py) on symbolic states
+and read the state they leave: which slots the executed acquire made holes, what the
+executed reclaim released, what ``runs.reclaimable`` (blocks_reclaimable_at) predicted.
+"""
+
+from __future__ import annotations
+
+import z3  # type: ignore[import-untyped]
+from livetail.spec import geometry as geo
+from livetail.spec import runs
+
+from ..z3arith import Z3
+from ._common import every_kind, ints, live_tail
+from ._prover import Prover
+from ._registry import theorem
+from ._runs import group
+
+
+@theorem(
+    "acquire-places-holes-outside-every-window",
+    """Executes the spec's acquire (spec/runs.py) of n tokens on a symbolic table shape
+    (B, W, m unbounded, A = m*B, any slot count, tail room and count n) and reads which of
+    the new run's slots it made real (runs.run_real, the placement the concrete acquire fills
+    its slots by). First it exhibits a hole (the statement is not vacuous); then every hole
+    of the run is outside the window of every later query t >= the run's frontier ((s+1)*B <=
+    t - W + 1), is no resume page of any A-aligned boundary b (not b - R <= s < b), and
+    every slot of the run that the next query reads ((s+1)*B > f - W + 1) is real.
+    Unbounded.""",
+    """A kernel never reads a hole, and a request can always resume from an lcm boundary: the
+    acquire that placed the pages put every hole where no query will look.""",
+    kills=("real-pages-packed-first", "slid-out-off-by-one"),
+    cost=3,
+)
+def acquire_places_holes(p: Prover) -> None:
+    g = live_tail()
+    gr = group(g)
+    slots, tail, n, s, t, b = ints("slots tail n s t b")
+    state = runs.TableState(slots, tail, 0, ())
+    hyps = [*g.hyps, slots >= 0, tail >= 0, tail <= g.B - 1, n >= 0]
+    run = runs.acquire(z3.Int("F"), state, n, gr, Z3).run
+    inside = [run.first <= s, s < run.end]
+    hole = z3.Not(runs.run_real(run, s, gr, Z3))
+    show = {"first": run.first, "count": run.count, "frontier": run.frontier}
+    p.exhibit("a hole exists", [*hyps, *inside, hole, z3.Int("F") >= run.count], show=show)
+    hyps = [*hyps, *inside]
+    p.prove(
+        "a hole is outside the window of every query t >= the frontier",
+        z3.Implies(z3.And(hole, t >= run.frontier), (s + 1) * g.B <= t - g.W + 1),
+        hyps,
+        show=show,
+    )
+    p.prove(
+        "a hole is no resume page of any aligned boundary",
+        z3.Implies(z3.And(hole, b % g.m == 0, b >= 1), z3.Not(z3.And(b - g.R() <= s, s < b))),
+        hyps,
+        show=show,
+    )
+    p.prove(
+        "every slot of the run the next query reads is real",
+        z3.Implies((s + 1) * g.B > run.frontier - g.W + 1, runs.run_real(run, s, gr, Z3)),
+        hyps,
+        show=show,
+    )
+
+
+@theorem(
+    "reclaim-exact-with-shared-pages",
+    """Executes the spec's reclaim_expired (spec/runs.py reclaim) at any frontier f up to the
+    extent on a symbolic table of two runs (symbolic slot counts, frontiers, tail room and
+    floor) whose first run's pages are shared with other holders (reference count c >= 2)
+    and second run's are not, for a sliding group with A = 0 and a state group (B, W
+    unbounded): it returns exactly what blocks_reclaimable_at(f) (runs.reclaimable) predicted
+    before, the free pages grow by that much, it drops one reference per real slot it lets
+    go (references dropped = real pages before - real pages after, so no real page below the
+    bound is left), the floor never moves down and ends at or above the bound, and a repeat
+    reclaim at f frees nothing and drops nothing. Unbounded.""",
+    """An engine can predict what reclaim_expired gives back even when prefix caching shares
+    pages, call it after every chunk, and never rescans a slot.""",
+    kills=("reclaim-keeps-band-top", "reclaimable-counts-shared", "reclaim-floor-to-bound"),
+    cost=3,
+)
+def reclaim_exact(p: Prover) -> None:
+    for g in every_kind()[1:3]:
+        gr = group(g)
+        from ._runs import table
+
+        tb, th = table(g, "", 2)
+        F, f, c = ints("F f c")
+        refs = (c, z3.IntVal(1))
+        hyps = [*g.hyps, *th, F >= 0, c >= 2, f >= 0, f <= geo.extent(tb.slots, tb.tail, g.B)]
+        predicted = runs.reclaimable(tb, f, gr, refs, Z3)
+        step = runs.reclaim(F, tb, f, gr, refs, Z3)
+        b = geo.reclaim_bound(f, tb.slots, g.W, g.B, Z3)
+        show = {"predicted": predicted, "released": step.released, "bound": b}
+        p.exhibit(
+            f"[{g.label}] a band holding a shared and an unshared page exists",
+            [*hyps, *[k >= 1 for k in runs.real_pages_in(tb, tb.floor, b, gr, Z3)]],
+            show=show,
+        )
+        p.prove(
+            f"[{g.label}] released = blocks_reclaimable_at(f) before, free grows by it",
+            z3.And(step.released == predicted, step.free == F + predicted),
+            hyps,
+            show=show,
+        )
+        p.prove(
+            f"[{g.label}] the floor never moves down and ends at or above the bound",
+            z3.And(step.table.floor >= tb.floor, step.table.floor >= b),
+            hyps,
+            show=show,
+        )
+        before, after = runs.real_pages(tb, gr, Z3), runs.real_pages(step.table, gr, Z3)
+        p.prove(
+            f"[{g.label}] one reference dropped per real slot let go",
+            step.dropped == before - after,
+            hyps,
+            show={**show, "before": before, "after": after},
+        )
+        again = runs.reclaim(step.free, step.table, f, gr, step.refs, Z3)
+        p.prove(
+            f"[{g.label}] a repeat reclaim at f frees and drops nothing",
+            z3.And(again.released == 0, again.dropped == 0),
+            hyps,
+            show=show,
+        )
+
+
+@theorem(
+    "conservation-inductive",
+    """Conservation as an inductive invariant over the executed transitions (spec/runs.py):
+    for every manager kind (B, W, m unbounded), from any state of a pool of N pages with F
+    free, other >= 0 pages pinned by other holders and a symbolic table of two runs whose
+    pages it holds alone, with F + other + real pages of the table = N - 1, each of
+    acquire(n) (succeeding or not), reclaim_expired(f) (any f up to the extent) and free
+    leaves F' + other + real pages' = N - 1; free returns every real page, so with no other
+    holder it leaves F' = N - 1 (freeing every table restores the pool). Unbounded in sizes
+    and counts, for tables of two runs; every live_count function (facts from proved
+    lemmas). Per-page facts (queue membership against counts) are covered by the bounded
+    reclaim-bounded theorem and the differential campaign.""",
+    """Pages never leak or double-count: whatever an engine acquires, reclaims and frees,
+    free plus pinned stays the pool size, and freeing every request gives the pool back.""",
+    kills=("reclaim-keeps-band-top",),
+    cost=6,
+)
+def conservation(p: Prover) -> None:
+    from ._runs import real_in_lemmas, table
+    from .transitions import count_lemmas, general
+
+    for g in every_kind():
+        gr = group(g)
+        cf = count_lemmas(p, g)
+        bounds, split = real_in_lemmas(p, g, cf.cb)
+
+        def setup(g=g, gr=gr, cf=cf):  # type: ignore[no-untyped-def]
+            t, th = table(g, "", 2)
+            N, F, other = ints("N F other")
+            hyps = [*g.hyps, *th, F >= 0, other >= 0]
+            inv = F + other + runs.real_pages(t, gr, Z3) == N - 1
+            return t, N, F, other, [*hyps, inv]
+
+        def after_acquire(g=g, gr=gr, cf=cf, setup=setup):  # type: ignore[no-untyped-def]
+            t, N, F, other, hyps = setup()
+            n = z3.Int("n")
+            e = geo.extent(t.slots, t.tail, g.B) + n
+            hyps += [n >= 0, *cf.zero(t.slots, e)]
+            hyps += cf.whole(t.slots, geo.new_slots(t.tail, g.B, n, Z3), e)
+            st = runs.acquire(F, t, n, gr, Z3)
+            return st.free + other + runs.real_pages(st.table, gr, Z3) == N - 1, hyps
+
+        def after_reclaim(g=g, gr=gr, setup=setup, split=split):  # type: ignore[no-untyped-def]
+            t, N, F, other, hyps = setup()
+            f = z3.Int("f")
+            hyps += [f >= 0, f <= geo.extent(t.slots, t.tail, g.B)]
+            b = geo.reclaim_bound(f, t.slots, g.W, g.B, Z3)
+            y = Z3.max(t.floor, b)
+            hyps += [split(r.first, r.count, r.frontier, t.floor, y, t.slots) for r in t.runs]
+            hyps += [b <= t.slots]
+            st = runs.reclaim(F, t, f, gr, (1, 1), Z3)
+            return st.free + other + runs.real_pages(st.table, gr, Z3) == N - 1, hyps
+
+        def after_free(gr=gr, setup=setup):  # type: ignore[no-untyped-def]
+            t, N, F, other, hyps = setup()
+            st = runs.free_table(F, t, gr, (1, 1), Z3)
+            restored = z3.Implies(other == 0, st.free == N - 1)
+            return z3.And(
+                st.free + other + runs.real_pages(st.table, gr, Z3) == N - 1, restored
+            ), hyps
+
+        general(p, g, f"[{g.label}] acquire preserves free + pinned = N - 1", after_acquire)
+        general(p, g, f"[{g.label}] reclaim preserves free + pinned = N - 1", after_reclaim)
+        general(p, g, f"[{g.label}] free preserves it and restores the pool", after_free)
+        del bounds
