@@ -15,13 +15,13 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
-from . import arith, bounded, charges, closed_forms, prefix, safety
+from . import arith, bounded, charges, closed_forms, plans, prefix, safety
 from ._prover import Prover, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
-# prefix caching.
-_ORDER = [m.__name__ for m in (closed_forms, charges, safety, bounded, arith, prefix)]
+# prefix caching, retention and step plans.
+_ORDER = [m.__name__ for m in (closed_forms, charges, safety, bounded, arith, prefix, plans)]
 _sorted = sorted(THEOREMS.values(), key=lambda t: _ORDER.index(t.check.__module__))
 THEOREMS.clear()
 THEOREMS.update((t.name, t) for t in _sorted)
