@@ -153,6 +153,34 @@ def prefix_caching() -> None:
     report("claim of that match (134 free pages leave the queue)", statistics.median(claim))
 
 
+def step_plan() -> None:
+    """plan_step + apply_step for 256 decoding requests (three groups, 8192 tokens each)."""
+    pool = BlockPool(POOL)
+    warm(pool)
+    c = Coordinator(specs(), pool)
+    batch = [c.new_tables() for _ in range(256)]
+    requests = [(ts, 1) for ts in batch]
+    plans: list[float] = []
+
+    def run() -> float:
+        for ts in batch:
+            c.free(ts)
+            c.acquire(ts, 8192)
+        steps, total, planning = 20, 0, 0
+        for _ in range(steps):
+            t0 = time.perf_counter_ns()
+            plan = c.plan_step(requests)
+            t1 = time.perf_counter_ns()
+            c.apply_step(plan)
+            total += time.perf_counter_ns() - t0
+            planning += t1 - t0
+        plans.append(planning / steps)
+        return total / steps
+
+    report("three-group plan_step + apply_step, 256 decoding requests, per step", median_ns(run))
+    report("  of which plan_step", statistics.median(plans))
+
+
 def main() -> None:
     print(
         f"livetail {livetail.__version__} from Python, pool of 2**20 pages, median of {RUNS} runs"
@@ -302,6 +330,7 @@ def main() -> None:
     report("100000-step decode loop live-tail, total", total)
     report("100000-step decode loop live-tail, per step", total / 100000)
 
+    step_plan()
     prefix_caching()
 
 

@@ -12,14 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_engine_loop_example_hits_the_shared_prompt_and_returns_every_page(
+def test_engine_loop_example_drains_with_preemption_and_hits_and_returns_every_page(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     runpy.run_path(str(ROOT / "examples" / "engine_loop.py"), run_name="__main__")
     assert capsys.readouterr().out.splitlines() == [
-        "first request hit 0 tokens",
-        "second request hit 4992 tokens",
-        "free pages 4095 of 4095 cached 234",
+        "steps 68 preemptions 2 hit tokens 19072",
+        "free pages 599 of 599 cached 556",
     ]
 
 

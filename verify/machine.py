@@ -53,6 +53,7 @@ import numpy
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from .machine_plan import PLAN_OPS, PlanRules, apply_plan_op, check_plan_op
 from .retention import check_release
 from .trace import Geometry, GroupGeometry, Op, make_trace, trace_geometry
 
@@ -652,6 +653,8 @@ class Lockstep:
         for side in self.sides:
             side.read_names = self.prefix
         self.named = False  # a cache op ran: pages may carry names
+        # Plan ops run only when every side has section 9.
+        self.plans = all(hasattr(side.coord, "plan_step") for side in self.sides)
         self.ops: list[Op] = []
         self.failure: StepReport | None = None
 
@@ -744,6 +747,8 @@ class Lockstep:
             if bad is None:
                 return Outcome(error="UnknownBadCall", message=op["call"])
             return call(bad.run, side, r, op["group"])
+        if kind in PLAN_OPS:
+            return apply_plan_op(self, side, op, facts)  # type: ignore[no-any-return]
         return Outcome(error="UnknownOp", message=str(kind))
 
     def _admit(
@@ -937,6 +942,8 @@ class Lockstep:
             vs.extend(self._check_cache(op, st_))
         elif kind == "claim":
             vs.extend(self._check_claim(op, st_))
+        elif kind in PLAN_OPS:
+            vs.extend(check_plan_op(self, op, st_))
         vs.append(self._check_conservation(st_.after))
         vs.append(self._check_shape(st_.after))
         vs.append(self._check_live(side, st_.after))
@@ -1441,7 +1448,7 @@ def differential_machine(
     impl_list = list(impls)
     trace_sink = sink if sink is not None else TraceSink()
 
-    class DifferentialMachine(RuleBasedStateMachine):
+    class DifferentialMachine(PlanRules, RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
             self.world: Lockstep | None = None

@@ -51,10 +51,13 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     # Prefix caching (semantics section 8); `doc` picks the request's token stream.
     "cache": ("request", "doc", "tokens"),
     "claim": ("request", "doc", "tokens"),
+    # Step plans (semantics section 9, verify/machine_plan.py).
+    "plan": ("mask", "first", "tokens"),
 }
 OPTIONAL_BOOL_FIELDS: dict[str, tuple[str, ...]] = {"admit": ("reclaim_between",)}
 OPTIONAL_INT_FIELDS: dict[str, tuple[str, ...]] = {
     "claim": ("between_request", "between_tokens"),
+    "plan": ("between_request", "between_tokens", "bad"),
 }
 
 

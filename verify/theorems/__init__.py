@@ -15,15 +15,37 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
-from . import arith, bounded, charges, closed_forms, hot_paths, prefix, safety, state, transitions
+from . import (
+    arith,
+    bounded,
+    charges,
+    closed_forms,
+    hot_paths,
+    plans,
+    prefix,
+    safety,
+    state,
+    transitions,
+)
 from ._prover import Prover, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
-# prefix caching.
+# prefix caching, retention and step plans.
 _ORDER = [
     m.__name__
-    for m in (closed_forms, transitions, state, charges, safety, bounded, arith, hot_paths, prefix)
+    for m in (
+        closed_forms,
+        transitions,
+        state,
+        charges,
+        safety,
+        bounded,
+        arith,
+        hot_paths,
+        prefix,
+        plans,
+    )
 ]
 _sorted = sorted(THEOREMS.values(), key=lambda t: _ORDER.index(t.check.__module__))
 THEOREMS.clear()
@@ -70,12 +92,15 @@ PROPERTY = {
     "coordinator-acquire-iff-fits-bounded": "7.1 (bounded)",
     "native-arithmetic-fits-int64": "7.7",
     "closed-forms-fit-int32": "7.7",
+    "native-hot-paths-fit-int64": "7.7 (every native hot-path expression)",
     "textbook-round-up-overflows-int32": "7.7 (why the round-up is written as it is)",
     "match-is-read-only-bounded": "7.8 (bounded)",
     "claim-takes-consumed-bounded": "7.8 (bounded)",
     "hit-admission-exact-bounded": "7.8 (bounded)",
     "live-tail-never-costs-a-hit-bounded": "7.8 (bounded)",
     "match-greatest-boundary-bounded": "7.8 (bounded)",
+    "retention-bounded": "7.9 (bounded)",
+    "step-plan-bounded": "7.10 (bounded)",
 }
 
 

@@ -1,0 +1,223 @@
+"""Retention (section 7 item 9) and step plans (item 10): bounded, exhaustive over the spec.
+
+Both are procedural (a queue, reference counts, a greedy scan), so they run the spec's own
+classes over every configuration inside the stated bounds, as ``bounded.py`` does.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+from livetail import spec
+
+from ._prover import Prover, Values
+from ._registry import theorem
+
+# --- item 9: retention --------------------------------------------------------------------
+
+POOL_PAGES = 5  # non-null pages
+MAX_OPS = 5
+
+
+def _retention_ops(held: list[int], unnamed_held: list[int]) -> Iterator[tuple[str, Any]]:
+    for k in (1, 2, 3):
+        yield ("alloc", k)
+    for p in held:
+        yield ("free", (p,))
+    if len(held) > 1:
+        yield ("free", tuple(held))
+    for p in unnamed_held:
+        yield ("name", p)
+
+
+def _retention_search() -> tuple[int, Values | None]:
+    cases = 0
+    key = 0
+
+    def walk(pool: Any, held: list[int], order: list[int], ops: list[Any]) -> Values | None:
+        # order: named free pages in the order they entered the queue (the model).
+        nonlocal cases, key
+        if len(ops) == MAX_OPS:
+            return None
+        unnamed_held = [p for p in held if not pool._is_cached(p)]
+        for op in _retention_ops(held, unnamed_held):
+            p2, h2, o2 = copy.deepcopy((pool, held, order))
+            kind, arg = op
+            if kind == "alloc":
+                queue = p2.free_queue()
+                unnamed_free = sum(1 for q in queue if not p2._is_cached(q))
+                named_before = {q for q in queue if p2._is_cached(q)}
+                got = p2._allocate(arg)
+                if got is None:
+                    continue
+                cases += 1
+                dropped = [q for q in got if q in named_before]
+                expected = o2[: max(0, arg - unnamed_free)]
+                if sorted(dropped) != sorted(expected) or any(p2._is_cached(q) for q in got):
+                    return {
+                        "ops": repr([*ops, op]),
+                        "dropped": repr(dropped),
+                        "expected": repr(expected),
+                        "unnamed_free": unnamed_free,
+                    }
+                o2 = o2[len(expected) :]
+                h2 = h2 + got
+            elif kind == "free":
+                p2._release(list(arg))
+                for q in reversed(arg):
+                    if p2._is_cached(q):
+                        o2.append(q)
+                h2 = [q for q in h2 if q not in arg]
+            else:
+                key += 1
+                p2._set_name(arg, (0, key.to_bytes(32, "little")))
+            bad = walk(p2, h2, o2, [*ops, op])
+            if bad is not None:
+                return bad
+        return None
+
+    bad = walk(spec.BlockPool(POOL_PAGES + 1), [], [], [])
+    return cases, bad
+
+
+@theorem(
+    "retention-bounded",
+    f"""Bounded, exhaustive over the spec's BlockPool: every sequence of up to {MAX_OPS}
+    operations on a pool of {POOL_PAGES} pages, each an allocation of 1, 2 or 3 pages, a
+    release of one held page or of every held page as one batch, or naming a held unnamed
+    page. Every successful allocation of k pages drops exactly the names of the
+    max(0, k - u) oldest named free pages (u = unnamed free pages before it; oldest = the
+    earliest to have re-entered the queue) and no other name.""",
+    """An allocation evicts a prefix-cache name only when no unnamed page is free, and then
+    the oldest first: sliding-window churn reuses its own pages instead of flushing cached
+    prefixes.""",
+    bounded=True,
+    cost=3,
+)
+def retention_bounded(p: Prover) -> None:
+    p.exhaust(f"every op sequence of length <= {MAX_OPS}, pool of {POOL_PAGES}", _retention_search)
+
+
+# --- item 10: step plans --------------------------------------------------------------------
+
+LAYOUTS: list[list[dict[str, Any]]] = [
+    [{"kind": "full", "block_size": 2}],
+    [
+        {"kind": "full", "block_size": 2},
+        {"kind": "sliding", "block_size": 1, "sliding_window": 2, "live_tail_alloc": True},
+    ],
+]
+POOLS = (4, 7)  # num_blocks
+PRIOR = (0, 2, 3)  # tokens each request computed before the plan
+ASK = (0, 1, 3)  # tokens each request asks for in the step
+MAX_REQUESTS = 3
+
+
+def _released(pool: Any, tables: list[Any]) -> int:
+    """Definition: distinct pages whose every reference is held by these tables."""
+    held: dict[int, int] = {}
+    for t in tables:
+        for p in t.slots:
+            if p:
+                held[p] = held.get(p, 0) + 1
+    return sum(1 for p, n in held.items() if n == pool.ref_count(p))
+
+
+def _setups() -> Iterator[tuple[Any, list[list[Any]], list[int], Values]]:
+    keys = spec.page_keys(list(range(8)), 1)
+    for li, layout in enumerate(LAYOUTS):
+        for nb in POOLS:
+            for r in range(1, MAX_REQUESTS + 1):
+                for prior in itertools.product(PRIOR, repeat=r):
+                    for share in (False, True) if r > 1 else (False,):
+                        pool = spec.BlockPool(nb)
+                        c = spec.Coordinator([spec.GroupSpec(**g) for g in layout], pool)
+                        reqs = [c.new_tables() for _ in range(r)]
+                        ok = True
+                        for i, (ts, n) in enumerate(zip(reqs, prior)):
+                            if share and i == 1:
+                                c.claim(ts, c.match_prefix(keys[: prior[0]]))
+                                n -= ts[0].extent
+                            if n > 0 and not c.acquire(ts, n):
+                                ok = False
+                                break
+                            done = ts[0].extent
+                            c.cache_full_blocks(ts, keys, done)
+                            c.reclaim_expired(ts, done)
+                        if not ok:
+                            continue
+                        for ask in itertools.product(ASK, repeat=r):
+                            v: Values = {
+                                "layout": li,
+                                "num_blocks": nb,
+                                "prior": repr(prior),
+                                "share": share,
+                                "ask": repr(ask),
+                            }
+                            yield c, reqs, list(ask), v
+
+
+def _check_plan(c: Any, reqs: list[list[Any]], ask: list[int]) -> str:
+    pool = c.pool
+    needs = [c.blocks_needed_for(ts, n) for ts, n in zip(reqs, ask)]
+    free = pool.num_free
+    flat = [[t for ts in reqs[k:] for t in ts] for k in range(len(reqs) + 1)]
+    fits = [sum(needs[:k]) <= free + _released(pool, flat[k]) for k in range(len(reqs) + 1)]
+    k_best = max(k for k in range(len(reqs) + 1) if fits[k])
+    plan = c.plan_step(list(zip(reqs, ask)))
+    if plan.stepped != k_best or plan.preempted != len(reqs) - k_best:
+        return f"stepped {plan.stepped}, the longest prefix that fits is {k_best}"
+    released = _released(pool, flat[k_best])
+    if (plan.pages_taken, plan.pages_released) != (sum(needs[:k_best]), released):
+        return f"plan says taken {plan.pages_taken} released {plan.pages_released}"
+    if plan.free_after != free + released - sum(needs[:k_best]):
+        return f"free_after {plan.free_after}"
+    top = needs[0] <= free + _released(pool, flat[1])
+    if plan.top_fits != top or (top and plan.stepped < 1):
+        return f"top fits {top}, plan top_fits {plan.top_fits}, stepped {plan.stepped}"
+    extents = [[t.extent for t in ts] for ts in reqs]
+    c.apply_step(plan)  # a fresh plan: must not raise
+    if pool.num_free != plan.free_after:
+        return f"free after apply {pool.num_free}, plan said {plan.free_after}"
+    for i, ts in enumerate(reqs):
+        want = [e + ask[i] for e in extents[i]] if i < k_best else [0] * len(ts)
+        if [t.extent for t in ts] != want or (i >= k_best and any(t.is_bound for t in ts)):
+            return f"request {i}: extents {[t.extent for t in ts]}, expected {want}"
+    return ""
+
+
+def _plan_search() -> tuple[int, Values | None]:
+    cases = 0
+    for c, reqs, ask, v in _setups():
+        c2, reqs2 = copy.deepcopy((c, reqs))
+        cases += 1
+        wrong = _check_plan(c2, reqs2, ask)
+        if wrong:
+            return cases, {**v, "problem": wrong}
+    return cases, None
+
+
+@theorem(
+    "step-plan-bounded",
+    f"""Bounded, exhaustive over the spec: two layouts ({{full B=2}} and {{full B=2; live
+    sliding B=1 W=2}}), pools of {", ".join(map(str, POOLS))} blocks, 1 to {MAX_REQUESTS}
+    requests, each having computed {", ".join(map(str, PRIOR))} tokens (acquire, name,
+    reclaim; with the second request claiming the first one's named prefix or not) and
+    asking for {", ".join(map(str, ASK))} tokens. plan_step steps exactly the longest
+    priority prefix k with sum(need_i, i < k) <= free + released(suffix), released counted
+    by definition (distinct pages whose every reference the suffix holds); it reports
+    pages_taken, pages_released and free_after exactly; top_fits holds iff need_0 <= free +
+    released(every other request), and then request 0 is stepped; apply_step of the fresh
+    plan never fails, leaves exactly free_after pages free, grows each stepped request by
+    its tokens and leaves each preempted one empty and unbound.""",
+    """A whole engine step can be planned before it runs: the plan never fails half-way,
+    preempts no more than it must, and always lets the top request progress when the pool
+    can hold it at all.""",
+    bounded=True,
+    cost=5,
+)
+def step_plan_bounded(p: Prover) -> None:
+    p.exhaust("every layout, pool, request count, history and ask", _plan_search)
