@@ -109,7 +109,7 @@ def test_verify_mutants_passes_when_every_variant_is_killed(tmp_path: Path) -> N
     for v in ("acquire-frontier-minus-one", "real-pages-packed-first", "slid-out-off-by-one"):
         assert holes in m["variants"][v]["killed_by"], v
     for v in ("reclaim-keeps-band-top", "reclaimable-counts-shared", "reclaim-floor-to-bound"):
-        assert m["variants"][v]["killed_by"] == ["reclaim-exact-with-shared-pages"], v
+        assert "reclaim-exact-with-shared-pages" in m["variants"][v]["killed_by"], v
     assert m["traces"]  # every kill left a replayable trace
 
 
