@@ -63,12 +63,28 @@ def test_verify_unknown_theorem_is_a_usage_error(
     assert FAST in err
 
 
-def test_verify_timeout_is_a_failure_not_a_pass(tmp_path: Path) -> None:
+def test_verify_wall_clock_guard_is_an_environment_error_not_unknown_nor_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, report = _verify(tmp_path, "--only", "native-arithmetic-fits-int64", "--timeout", "0.5")
     assert code == cli.EXIT_FAILED
     [t] = report["theorems"]
-    assert t["verdict"] == "unknown"
+    assert (t["verdict"], t["ok"], t["rlimit_used"]) == ("error", False, None)
+    assert t["message"].startswith("wall-clock guard: the process was killed after 0.5 s")
+    assert "environment failure, not a verdict" in t["message"]
     assert report["ok"] is False
+    assert "native-arithmetic-fits-int64: error, expected proved. wall-clock guard" in " ".join(
+        capsys.readouterr().out.split()
+    )
+
+
+def test_verify_reports_each_theorems_rlimit_use_within_its_budget(tmp_path: Path) -> None:
+    code, report = _verify(tmp_path, "--only", "live-tail-hole-never-read")
+    assert code == cli.EXIT_OK
+    [t] = report["theorems"]
+    assert t["rlimit_budget"] == THEOREMS["live-tail-hole-never-read"].budget
+    assert 0 < t["rlimit_used"] <= t["rlimit_budget"]
+    assert t["rlimit_used"] == sum(s["rlimit"] for s in t["steps"])
 
 
 def test_verify_mutants_fails_when_a_variant_survives(tmp_path: Path) -> None:

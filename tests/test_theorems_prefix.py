@@ -51,11 +51,11 @@ MET = {
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict[str, Any]]:
-    return {name: run_theorem(name, budget=60) for name in NAMES}
+    return {name: run_theorem(name) for name in NAMES}
 
 
 def _rejects(name: str) -> dict[str, Any]:
-    r = run_theorem(name, budget=60)
+    r = run_theorem(name)
     assert r["verdict"] == "counterexample", (r["verdict"], r["message"])
     assert r["values"]["problem"]
     return r
@@ -110,7 +110,7 @@ def test_hit_admission_rejects_its_variants_with_a_trace_that_reproduces_them(
 ) -> None:
     from livetail.verify.replay import main as replay
 
-    r = run_theorem("hit-admission-exact-bounded", variant=variant, budget=60)
+    r = run_theorem("hit-admission-exact-bounded", variant=variant)
     assert r["verdict"] == "counterexample", r["message"]
     assert r["values"]["matched"] > 0  # found after a real hit, not a 0-token match
     [trace] = r["traces"]

@@ -1,8 +1,9 @@
 """The ``livetail`` command: ``livetail verify ...`` and ``livetail replay ...``.
 
-``livetail verify`` runs every theorem (each in a fresh process, two at a time, killed on
-wall clock), the spec-against-native differential campaign, and optionally the kill table of
-the wrong spec variants; prints one table; writes a JSON report and the traces of every
+``livetail verify`` runs every theorem (each in a fresh process, two at a time, its proofs
+budgeted in Z3 resource units, a wall-clock kill only as a hang guard), the
+spec-against-native differential campaign, and optionally the kill table of the wrong spec
+variants; prints one table; writes a JSON report and the traces of every
 witness and counterexample; exits non-zero on any failure.
 """
 
@@ -68,7 +69,9 @@ def _verify_parser() -> argparse.ArgumentParser:
         type=float,
         default=runner.DEFAULT_TIMEOUT,
         metavar="S",
-        help=f"wall-clock seconds per theorem (default {runner.DEFAULT_TIMEOUT:.0f})",
+        help="wall-clock guard per theorem, in seconds (default "
+        f"{runner.DEFAULT_TIMEOUT:.0f}): only ends a hung process, reported as an 'error' of "
+        "the environment; proofs are budgeted in Z3 resource units (rlimit), not seconds",
     )
     p.add_argument(
         "--report",
@@ -204,7 +207,16 @@ def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress)
 
 
 def _is_kill(verdict: str, expected: str) -> bool:
-    return verdict != "unknown" and verdict != expected
+    return verdict not in ("unknown", "error") and verdict != expected
+
+
+def _units(used: int | None, budget: int | None) -> str:
+    """Resource units as "used / budget" in millions (one decimal)."""
+
+    def m(n: int | None) -> str:
+        return "-" if n is None else f"{n / 1e6:.1f}M"
+
+    return f"{m(used)} / {m(budget)}"
 
 
 def _label(verdict: str) -> str:
@@ -218,6 +230,7 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
     t.add_column("verdict", no_wrap=True)
     t.add_column("expected", no_wrap=True)
     t.add_column("time", justify="right", no_wrap=True)
+    t.add_column("rlimit used / budget", justify="right", no_wrap=True)
     for r in report["theorems"]:
         style = "green" if r["ok"] else "bold red"
         kind = "bounded" if r["bounded"] else "z3"
@@ -227,6 +240,7 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
             f"[{style}]{_label(r['verdict'])}[/]",
             _label(r["expected"]),
             f"{r['seconds']:.1f}s",
+            _units(r.get("rlimit_used"), r.get("rlimit_budget")),
         )
     d = report.get("differential")
     if d is not None and "skipped" not in d:
@@ -279,7 +293,7 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
                 )
                 if n in m["variants"][v]["expected_killers"]:
                     mark = f"[green]{mark}![/]" if mark == "x" else "[bold red].![/]"
-                elif verdict == "unknown":
+                elif verdict in ("unknown", "error"):
                     mark = "?"
                 cells.append(mark)
             k.add_row(n, *cells)
@@ -415,11 +429,12 @@ def theorems_main(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
-USAGE = """usage: livetail {verify,replay,theorems} ...
+USAGE = """usage: livetail {verify,replay,theorems,rlimits} ...
 
   livetail verify   prove the theorems, run the differential campaign, write a report
   livetail replay   re-run a trace on the spec and the native module, step by step
   livetail theorems list the theorems (--markdown for docs/theorems.md)
+  livetail rlimits  measure each theorem's Z3 resource use under several seeds, suggest budgets
 """
 
 
@@ -441,5 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(replay_main(rest))
     if command == "theorems":
         return theorems_main(rest)
+    if command == "rlimits":
+        from .rlimits import main as rlimits_main
+
+        return rlimits_main(rest)
     sys.stderr.write(f"livetail: unknown command {command!r}\n{USAGE}")
     return EXIT_USAGE

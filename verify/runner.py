@@ -1,12 +1,15 @@
-"""Run each theorem in a fresh process with a wall-clock kill.
+"""Run each theorem in a fresh process, with a wall-clock kill only as a hang guard.
 
-Z3's results depend on solver history and its own timeout is not always honoured in
-nonlinear arithmetic, so every theorem gets a new interpreter (two at a time on two
-cores), a fixed ``random_seed``, and is killed when its wall-clock budget runs out.
-Verdicts: ``proved``, ``witness``, ``counterexample``, ``unknown`` (timeouts included).
-A theorem passes when its verdict equals its expected one; ``unknown`` never passes.
+Z3's results depend on solver history, so every theorem gets a new interpreter (two at a
+time on two cores), a fixed ``random_seed`` and a fixed ``PYTHONHASHSEED``.  Its proofs are
+budgeted in Z3 resource units (``rlimit``, see ``theorems/_prover.py``), which do not
+depend on the machine's load.  Verdicts: ``proved``, ``witness``, ``counterexample``,
+``unknown`` (Z3 gave up, the rlimit budget included), and ``error``: no verdict because the
+environment failed, i.e. the process was killed by the wall-clock guard or died without a
+result.  A theorem passes when its verdict equals its expected one; ``unknown`` and
+``error`` never pass.
 
-``python -m livetail.verify.runner --child NAME [--seed N] [--budget S] [--variant V] [--quick]``
+``python -m livetail.verify.runner --child NAME [--seed N] [--rlimit U] [--variant V] [--quick]``
 is the child side: it prints one line, ``LIVETAIL-RESULT <json>``.
 """
 
@@ -24,10 +27,11 @@ from pathlib import Path
 from typing import IO, Any
 
 MARKER = "LIVETAIL-RESULT "
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 600.0
+"""Wall-clock guard per theorem, in seconds: far above any theorem's time on a loaded
+machine, so it only ends a hung process (Z3 does not check its rlimit everywhere)."""
 DEFAULT_JOBS = 2
-GRACE = 3.0
-"""Seconds past the child's own budget before it is killed (interpreter start, clean-up)."""
+GUARD = "wall-clock guard"
 
 
 def passed(result: dict[str, Any]) -> bool:
@@ -37,17 +41,19 @@ def passed(result: dict[str, Any]) -> bool:
 def killed(result: dict[str, Any]) -> bool:
     """Under a wrong variant: a definite verdict other than the expected one."""
     verdict = str(result["verdict"])
-    return verdict != "unknown" and verdict != result["expected"]
+    return verdict not in ("unknown", "error") and verdict != result["expected"]
 
 
 def _child_env() -> dict[str, str]:
-    """The environment a child needs to import this very livetail package."""
+    """The environment a child needs to import this very livetail package, hash seed fixed."""
     import livetail
 
     root = str(Path(livetail.__file__).resolve().parent.parent)
     env = dict(os.environ)
     parts = [root, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    # Same iteration order of str-keyed sets in every run: the same queries in the same order.
+    env["PYTHONHASHSEED"] = "0"
     return env
 
 
@@ -77,6 +83,8 @@ def _failed(
         "verdict": verdict,
         "expected": th.expected if th else "proved",
         "seconds": round(seconds, 3),
+        "rlimit_used": None,
+        "rlimit_budget": th.budget if th else None,
         "statement": th.statement if th else "",
         "bounded": th.bounded if th else False,
         "variant": variant,
@@ -96,10 +104,15 @@ def run_theorems(
     timeout: float = DEFAULT_TIMEOUT,
     jobs: int = DEFAULT_JOBS,
     quick: bool = False,
+    rlimit: int | None = None,
     on_start: Callable[[str, str | None], None] | None = None,
     on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run (theorem, variant or None) tasks in fresh processes; results in task order."""
+    """Run (theorem, variant or None) tasks in fresh processes; results in task order.
+
+    ``timeout`` is the wall-clock guard per process; ``rlimit`` overrides every theorem's
+    budget of Z3 resource units (None: each theorem's own).
+    """
     import tempfile
 
     env = _child_env()
@@ -117,9 +130,9 @@ def run_theorems(
                 name,
                 "--seed",
                 str(seed),
-                "--budget",
-                str(timeout),
             ]
+            if rlimit is not None:
+                cmd += ["--rlimit", str(rlimit)]
             if variant is not None:
                 cmd += ["--variant", variant]
             if quick:
@@ -129,7 +142,7 @@ def run_theorems(
             err = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115
             proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
             now = time.monotonic()
-            running[i] = _Job(name, variant, proc, now, now + timeout + GRACE, out, err)
+            running[i] = _Job(name, variant, proc, now, now + timeout, out, err)
             if on_start is not None:
                 on_start(name, variant)
         time.sleep(0.02)
@@ -144,8 +157,12 @@ def run_theorems(
                 res = _failed(
                     job.name,
                     job.variant,
-                    "unknown",
-                    f"timed out: killed after {timeout + GRACE:.0f} s of wall clock",
+                    "error",
+                    f"{GUARD}: the process was killed after {timeout:g} s of wall clock. This "
+                    "is an environment failure, not a verdict: proofs are budgeted in Z3 "
+                    "resource units (rlimit), which a loaded machine does not change; a "
+                    "process past the guard is hung or the machine far slower than expected "
+                    "(raise --timeout).",
                     now - job.started,
                 )
             else:
@@ -170,7 +187,7 @@ def _collect(job: _Job, now: float) -> dict[str, Any]:
     return _failed(
         job.name,
         job.variant,
-        "unknown",
+        "error",
         f"the theorem process exited with code {job.proc.returncode} and no result: "
         + " | ".join(tail),
         now - job.started,
@@ -181,13 +198,13 @@ def child_main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m livetail.verify.runner")
     ap.add_argument("--child", required=True, metavar="NAME")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--budget", type=float, default=DEFAULT_TIMEOUT)
+    ap.add_argument("--rlimit", type=int, default=None)
     ap.add_argument("--variant", default=None)
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args(argv)
     from .theorems import run_theorem
 
-    result = run_theorem(a.child, seed=a.seed, variant=a.variant, budget=a.budget, quick=a.quick)
+    result = run_theorem(a.child, seed=a.seed, variant=a.variant, rlimit=a.rlimit, quick=a.quick)
     sys.stdout.write(MARKER + json.dumps(result) + "\n")
     sys.stdout.flush()
     return 0

@@ -483,6 +483,12 @@ the name it was matched under (evicted since), is a ValueError, and nothing chan
 
 }  // namespace
 
+#ifdef LIVETAIL_SANITIZE
+namespace livetail {
+void bind_sanitizer_control(nb::module_& m);  // test-only: sanitize_control.cpp
+}
+#endif
+
 // --- module ----------------------------------------------------------------------------------
 
 NB_MODULE(_core, m) {
@@ -984,4 +990,8 @@ NB_MODULE(_core, m) {
               "width: typing.SupportsIndex | None = None) -> numpy.typing.NDArray[numpy.int32]"),
       "Page ids of many tables as one 2-D int32 array, one row per table, padded with 0\n"
       "(a hole) to `width` columns (default: the longest table; a smaller width is an error).");
+
+#ifdef LIVETAIL_SANITIZE
+  livetail::bind_sanitizer_control(m);
+#endif
 }

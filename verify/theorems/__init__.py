@@ -2,8 +2,10 @@
 
 ``THEOREMS`` maps each name to a ``Theorem`` (name, plain-words statement, what it
 guarantees an engine, the formula script, expected verdict, the wrong variants it must
-reject).  ``run_theorem`` evaluates one in the current process; ``livetail.verify.runner``
-runs each in a fresh process with a wall-clock kill, which is how they should be run.
+reject, its budget of Z3 resource units).  ``run_theorem`` evaluates one in the current
+process; ``livetail.verify.runner`` runs each in a fresh process (Z3's results depend on
+solver history), with a wall-clock kill only as a hang guard, which is how they should be
+run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import z3  # type: ignore[import-untyped]
 
 from . import arith, bounded, charges, closed_forms, prefix, safety, state, transitions
-from ._prover import Prover, StepFailed, Values
+from ._prover import DEFAULT_RLIMIT, Prover, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
@@ -29,6 +31,7 @@ THEOREMS.clear()
 THEOREMS.update((t.name, t) for t in _sorted)
 
 __all__ = [
+    "DEFAULT_RLIMIT",
     "EXPECTED",
     "PROPERTY",
     "THEOREMS",
@@ -92,20 +95,23 @@ def run_theorem(
     *,
     seed: int = 0,
     variant: str | None = None,
-    budget: float = 60.0,
+    rlimit: int | None = None,
     quick: bool = False,
 ) -> dict[str, Any]:
     """Evaluate theorem ``name`` (under wrong variant ``variant`` if given); a JSON-able dict.
 
-    Keys: name, verdict, expected, seconds, statement, bounded, variant, steps, values (the
-    last witness or the counterexample), witnesses (every witness or counterexample with its
-    step), message, notes, traces (trace dicts, not yet written).
+    ``rlimit`` overrides the theorem's budget of Z3 resource units (``livetail rlimits``
+    measures with a large one).  Keys: name, verdict, expected, seconds, rlimit_used,
+    rlimit_budget, statement, bounded, variant, steps, values (the last witness or the
+    counterexample), witnesses (every witness or counterexample with its step), message,
+    notes, traces (trace dicts, not yet written).
     """
     th = THEOREMS[name]
     z3.set_param("smt.random_seed", seed)
     z3.set_param("sat.random_seed", seed)
     t0 = time.monotonic()
-    p = Prover(deadline=t0 + budget, step_timeout=budget, quick=quick)
+    budget = th.budget if rlimit is None else rlimit
+    p = Prover(rlimit=budget, quick=quick)
     values: Values = {}
     found: list[tuple[str, Values]] = []
     message = ""
@@ -146,6 +152,8 @@ def run_theorem(
         "verdict": verdict,
         "expected": th.expected,
         "seconds": round(time.monotonic() - t0, 3),
+        "rlimit_used": p.used,
+        "rlimit_budget": budget,
         "statement": th.statement,
         "bounded": th.bounded,
         "variant": variant,

@@ -13,6 +13,18 @@ A theorem's ``check`` function is a script of steps run by a ``Prover``:
 Induction is done by hand (a base and a step, each its own query) and universally proved
 lemmas are re-used by instantiating them on concrete terms (``lemma`` returns a function
 that builds instances), as ``docs/theorems.md`` explains.
+
+Every query is budgeted by Z3's deterministic resource limit (``rlimit``), never by wall
+clock: a theorem has a budget of resource units for all its queries together, each query
+may use what is left, and the units used are recorded per step and per theorem.  The same
+theorem with the same seed then gives the same verdict on an idle and on a loaded machine.
+
+Queries do not go to ``z3.Solver()``: its default strategy for nonlinear integer problems
+(``qfnia``) races sub-solvers under wall-clock limits (``try_for``, 2 s and 3 s), so which
+one answers, and the units used, depend on the machine's load (measured: the same theorem
+used 1.4M units on one run and 5.4M on a loaded one).  ``solver()`` is that strategy with
+the timed attempts left out; every limit left in it counts work, not time, so the unit
+counts repeat exactly.
 """
 
 from __future__ import annotations
@@ -29,11 +41,67 @@ Values = dict[str, Any]
 
 SMALL = 64
 """Bound of the quick concrete search after an abstraction gave a spurious model."""
-SMALL_SEARCH_SECONDS = 5.0
+SMALL_SEARCH_RLIMIT = 5_000_000
+"""Resource units of that search (it only looks for a counterexample: "none found" is fine)."""
+DEFAULT_RLIMIT = 100_000_000
+"""Budget of a theorem that does not set its own (``livetail rlimits`` measures them)."""
+
+
+def rlimit_count() -> int:
+    """Z3 resource units used so far by this process's context (monotone, deterministic)."""
+    return int(z3.Solver().statistics().get_key_value("rlimit count"))
+
+
+NLSAT_CONFLICTS = 20_000
+"""Conflicts of the nlsat attempt (it stands where Z3's strategy gives nlsat 3 s)."""
+
+
+def solver() -> z3.Solver:
+    """Z3's ``qfnia`` strategy with its wall-clock limits replaced by counted ones.
+
+    The same preamble, then a bit-blasting attempt (64-bit, 500 SAT conflicts), then nlsat
+    bounded by ``NLSAT_CONFLICTS`` conflicts instead of 3 s (both find models of nonlinear
+    problems fast), then the SMT core with no limit but the caller's rlimit.  The timed
+    2 s SMT attempt is left out.  (The SMT core alone, ``z3.SimpleSolver``, also repeats
+    its counts, but finds some of the wrong variants' counterexamples only after many
+    minutes, and so does this strategy without nlsat.)
+    """
+    preamble = z3.Then(
+        "simplify",
+        "propagate-values",
+        "solve-eqs",
+        z3.With("ctx-simplify", max_depth=30, max_steps=5_000_000),
+        z3.With("simplify", pull_cheap_ite=True, local_ctx=True, local_ctx_limit=10_000_000),
+        "elim-uncnstr",
+        "lia2card",
+        "card2bv",
+    )
+    bv = {"flat": False, "hi_div0": True, "elim_and": True, "blast_distinct": True}
+    blast = z3.Then(
+        z3.With("simplify", **bv),
+        "propagate-values",
+        z3.With("simplify", local_ctx=True, local_ctx_limit=10_000_000, **bv),
+        "max-bv-sharing",
+        z3.With("bit-blast", max_memory=100),
+        z3.With("sat", max_memory=100, max_conflicts=500),
+    )
+    bit_blasting = z3.Then(
+        z3.With("simplify", hoist_mul=True),
+        z3.With("nla2bv", nla2bv_max_bv_size=64),
+        z3.OrElse(blast, "skip"),
+        "fail-if-undecided",
+    )
+    nlsat = z3.Then(
+        z3.With("simplify", som=True),
+        z3.With("qfnra-nlsat", max_conflicts=NLSAT_CONFLICTS),
+        "fail-if-undecided",
+    )
+    smt = z3.Then(z3.With("simplify", som=True), "smt")
+    return z3.Then(preamble, z3.OrElse(bit_blasting, nlsat, smt)).solver()
 
 
 class StepFailed(Exception):
-    """A step ended the theorem: counterexample, unknown (incl. Z3 timeout), or vacuous."""
+    """A step ended the theorem: counterexample, unknown (incl. rlimit exhausted), or vacuous."""
 
     def __init__(self, verdict: str, step: str, message: str, values: Values | None = None):
         super().__init__(message)
@@ -49,39 +117,72 @@ class Step:
     result: str  # proved, proved-bounded, witness, counterexample, unknown, reported
     seconds: float
     detail: str = ""
+    rlimit: int = 0  # Z3 resource units the step used
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "name": self.name,
             "result": self.result,
             "seconds": round(self.seconds, 3),
+            "rlimit": self.rlimit,
         }
         if self.detail:
             d["detail"] = self.detail
         return d
 
 
+class StepLog(list[Step]):
+    """A theorem's steps; each is stamped with the resource units used since the one before.
+
+    Stamping on append covers steps recorded by theorem scripts themselves (one step for a
+    batch of queries made on solvers from ``Prover._solver``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mark = rlimit_count()
+
+    def append(self, step: Step) -> None:
+        now = rlimit_count()
+        step.rlimit, self.mark = now - self.mark, now
+        super().append(step)
+
+
 @dataclass
 class Prover:
-    """Runs a theorem's steps within a time budget (the runner also kills on wall clock)."""
+    """Runs a theorem's steps within a budget of Z3 resource units (``rlimit``).
 
-    deadline: float  # time.monotonic() value after which steps are not started
-    step_timeout: float = 60.0
+    The budget covers every query the theorem makes, through the prover or through a solver
+    from ``_solver()``; the runner's wall-clock kill is only a guard against a hung process.
+    """
+
+    rlimit: int = DEFAULT_RLIMIT  # resource units for all of the theorem's queries
     quick: bool = False  # livetail verify --quick: skip optional searches (never a proof)
-    steps: list[Step] = field(default_factory=list)
+    steps: StepLog = field(default_factory=StepLog)
     witness: Values | None = None  # the model of the last successful refute step
     witnesses: list[tuple[str, Values]] = field(default_factory=list)
     refuted: bool | None = None  # None: no refute step; True: all found; False: one proved
     notes: dict[str, Any] = field(default_factory=dict)
+    start: int = field(default_factory=rlimit_count)  # the context's count when it began
 
     # -- solver plumbing ------------------------------------------------------------------
 
-    def _solver(self) -> z3.Solver:
-        s = z3.Solver()
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise StepFailed("unknown", "(budget)", "time budget exhausted before this step")
-        s.set("timeout", int(1000 * max(0.05, min(self.step_timeout, remaining))))
+    @property
+    def used(self) -> int:
+        """Resource units used since the prover was made (every query of this theorem)."""
+        return rlimit_count() - self.start
+
+    def _solver(self, limit: int | None = None) -> z3.Solver:
+        """A ``solver()`` that may use what is left of the budget, at most ``limit`` units."""
+        left = self.rlimit - self.used
+        if left <= 0:
+            raise StepFailed(
+                "unknown",
+                "(budget)",
+                f"rlimit budget exhausted before this step: {self.used} of {self.rlimit} units",
+            )
+        s = solver()
+        s.set("rlimit", min(left if limit is None else min(left, limit), 2**32 - 1))
         return s
 
     def _check(self, hyps: Sequence[Any], goal: Any) -> tuple[Any, z3.Solver]:
@@ -89,6 +190,13 @@ class Prover:
         s.add(*hyps)
         s.add(goal)
         return s.check(), s
+
+    def _unknown(self, s: z3.Solver) -> str:
+        """Why z3 gave up, and the budget when that is the reason."""
+        why = str(s.reason_unknown())
+        if "resource" in why:
+            why += f": {self.used} of the theorem's rlimit budget of {self.rlimit} units used"
+        return why
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -140,7 +248,7 @@ class Prover:
                 return self.prove(name, original[0], original[1], show)
             self.steps.append(Step(name, "counterexample", dt, render(values)))
             raise StepFailed("counterexample", name, f"{name}: counterexample", values)
-        why = s.reason_unknown()
+        why = self._unknown(s)
         self.steps.append(Step(name, "unknown", dt, why))
         raise StepFailed("unknown", name, f"{name}: z3 returned unknown ({why})")
 
@@ -155,8 +263,7 @@ class Prover:
             for v in free_constants(formula)
             if v.sort() == z3.IntSort()
         ]
-        s = self._solver()
-        s.set("timeout", int(1000 * max(0.05, min(SMALL_SEARCH_SECONDS, self.deadline - t0))))
+        s = self._solver(limit=SMALL_SEARCH_RLIMIT)
         s.add(formula, *box)
         if s.check() == z3.sat and confirmed(s.model(), claim, hyps):
             values = model_values(s.model(), show)
@@ -237,7 +344,7 @@ class Prover:
             self.steps.append(Step(name, "proved", dt, "no witness exists"))
             self.refuted = False
             return None
-        why = s.reason_unknown()
+        why = self._unknown(s)
         self.steps.append(Step(name, "unknown", dt, why))
         raise StepFailed("unknown", name, f"{name}: z3 returned unknown ({why})")
 

@@ -6,10 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ._prover import Prover, Values
+from ._prover import DEFAULT_RLIMIT, Prover, Values
 
 EXPECTED = ("proved", "witness")
-VERDICTS = ("proved", "witness", "counterexample", "unknown")
+VERDICTS = ("proved", "witness", "counterexample", "unknown", "error")
+"""``error``: no verdict, the environment failed (the wall-clock guard, a crashed process)."""
 
 # (verdict, [(step name, values)], variant) -> trace dicts ready for ``trace.write_trace``
 TraceBuilder = Callable[[str, Sequence[tuple[str, Values]], Optional[str]], list[dict[str, Any]]]
@@ -26,10 +27,18 @@ class Theorem:
     bounded: bool = False  # exhaustive over small configurations instead of unbounded
     trace: TraceBuilder | None = None
     cost: float = 1.0  # rough seconds, so the runner can start the longest first
+    rlimit: int | None = None  # Z3 resource units for all its queries; None: DEFAULT_RLIMIT
 
     def __post_init__(self) -> None:
         if self.expected not in EXPECTED:
             raise ValueError(f"{self.name}: expected must be one of {EXPECTED}")
+        if self.rlimit is not None and self.rlimit < 1:
+            raise ValueError(f"{self.name}: rlimit must be >= 1")
+
+    @property
+    def budget(self) -> int:
+        """The theorem's rlimit budget: its measured one, or the default."""
+        return DEFAULT_RLIMIT if self.rlimit is None else self.rlimit
 
 
 THEOREMS: dict[str, Theorem] = {}
@@ -45,8 +54,13 @@ def theorem(
     bounded: bool = False,
     trace: TraceBuilder | None = None,
     cost: float = 1.0,
+    rlimit: int | None = None,
 ) -> Callable[[Callable[[Prover], None]], Callable[[Prover], None]]:
-    """Register ``check`` as a theorem (module import order is report order)."""
+    """Register ``check`` as a theorem (module import order is report order).
+
+    ``rlimit`` is the theorem's budget of Z3 resource units, set from measured use with a
+    margin (``livetail rlimits`` measures every theorem); without it, ``DEFAULT_RLIMIT``.
+    """
 
     def register(check: Callable[[Prover], None]) -> Callable[[Prover], None]:
         if name in THEOREMS:
@@ -61,6 +75,7 @@ def theorem(
             bounded=bounded,
             trace=trace,
             cost=cost,
+            rlimit=rlimit,
         )
         return check
 

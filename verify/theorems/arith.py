@@ -27,8 +27,9 @@ from ._registry import theorem
 
 I32 = 2**31 - 1
 I64 = 2**63 - 1
-BV64_BUDGET = 6.0
-"""Seconds the bit-vector mirror may search for a wrap (Int-range form gives the verdict)."""
+BV64_RLIMIT = 40_000_000
+"""Z3 resource units the bit-vector mirror may search for a wrap (Int-range form gives the
+verdict)."""
 RANGES = {"int64": (-(2**63), I64), "int32": (-(2**31), I32)}
 
 
@@ -394,7 +395,7 @@ def native_arithmetic_int64(p: Prover) -> None:
     if p.quick:
         p.note("bv64_mirror", "skipped (--quick)")
     else:
-        p.note("bv64_mirror", bv64_search(p, BV64_BUDGET))
+        p.note("bv64_mirror", bv64_search(p, BV64_RLIMIT))
 
 
 @theorem(
@@ -477,14 +478,14 @@ def textbook_round_up(p: Prover) -> None:
             )
 
 
-def bv64_search(p: Prover, budget: float) -> str:
+def bv64_search(p: Prover, budget: int) -> str:
     """The entry points in a signed 64-bit bit-vector mirror, as a counterexample search.
 
     One query per geometry case asks for inputs inside the limits where *some* operation
     wraps (BVAdd/Sub/MulNoOverflow, divisor >= 1, dividend >= 0 on the branch that runs); a
     model would be a real C++ overflow.  Bit-blasted 64-bit division rarely proves within
-    seconds, so "no wrap found in the budget" is reported, not treated as a proof: the
-    verdict is the Int-range proof's.
+    its budget of resource units, so "no wrap found in the budget" is reported, not treated
+    as a proof: the verdict is the Int-range proof's.
     """
     t0 = time.monotonic()
     outcome = []
@@ -492,8 +493,7 @@ def bv64_search(p: Prover, budget: float) -> str:
         inp = inputs(live, I64, bits=64)
         tr = Tracker(bits=64)
         entry_points(inp, tr, BVArith(64))
-        s = z3.Solver()
-        s.set("timeout", int(1000 * budget / 2))
+        s = p._solver(limit=budget // 2)
         s.add(*inp.hyps, z3.Or(*[z3.And(ob.guard, z3.Not(ob.holds)) for ob in tr.obligations]))
         r = s.check()
         if r == z3.sat:

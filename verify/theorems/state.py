@@ -35,6 +35,7 @@ from ._runs import group
     query will look and every real page where one will.""",
     kills=("real-pages-packed-first", "slid-out-off-by-one", "acquire-frontier-minus-one"),
     cost=3,
+    rlimit=400_000_000,
 )
 def acquire_places_holes(p: Prover) -> None:
     g = live_tail()
