@@ -105,9 +105,15 @@ def test_verify_mutants_passes_when_every_variant_is_killed(tmp_path: Path) -> N
             "sequential-charge-exact",
             "reclaim-bounded",
             "acquire-all-or-nothing-bounded",
+            "acquire-places-holes-outside-every-window",
+            "reclaim-exact-with-shared-pages",
         ]
     )
-    code, report = _verify(tmp_path, "--only", only, "--mutants", "--examples", "0")
+    # --timeout is a hang guard: a counterexample under a variant can take a loaded machine
+    # a minute.
+    code, report = _verify(
+        tmp_path, "--only", only, "--mutants", "--examples", "0", "--timeout", "180"
+    )
     assert code == cli.EXIT_OK, report.get("mutants")
     m = report["mutants"]
     assert m["ok"] is True
@@ -115,6 +121,11 @@ def test_verify_mutants_passes_when_every_variant_is_killed(tmp_path: Path) -> N
     assert m["variants"]["reclaim-stops-at-hole"]["killed_by"] == ["reclaim-bounded"]
     assert m["variants"]["acquire-before-check"]["killed_by"] == ["acquire-all-or-nothing-bounded"]
     assert "live-tail-hole-never-read" in m["variants"]["live-off-by-one"]["killed_by"]
+    holes = "acquire-places-holes-outside-every-window"
+    for v in ("acquire-frontier-minus-one", "real-pages-packed-first", "slid-out-off-by-one"):
+        assert holes in m["variants"][v]["killed_by"], v
+    for v in ("reclaim-keeps-band-top", "reclaimable-counts-shared", "reclaim-floor-to-bound"):
+        assert "reclaim-exact-with-shared-pages" in m["variants"][v]["killed_by"], v
     assert m["traces"]  # every kill left a replayable trace
 
 

@@ -42,7 +42,7 @@ ABOUT = [
     (
         "acquire-places-holes-outside-every-window",
         (geo, "live"),
-        "a hole is outside the window of every query t >= the frontier",
+        "a hole is outside the window of every query t >= the run's frontier",
     ),
     (
         "reclaim-exact-with-shared-pages",

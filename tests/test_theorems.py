@@ -9,6 +9,8 @@ pair once.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,40 @@ def results() -> dict[str, dict[str, Any]]:
     """Every theorem on the real spec (quick mode: the optional bit-vector search is skipped)."""
     names = sorted(THEOREMS, key=lambda n: -THEOREMS[n].cost)
     out = runner.run_theorems([(n, None) for n in names], quick=True)
+    return {r["name"]: r for r in out}
+
+
+BUSY_SECONDS = 1200
+"""A busy process ends by itself after this long even if the test cannot kill it."""
+
+
+def _busy() -> subprocess.Popen[bytes]:
+    """A CPU-bound process beside the theorem processes (the test kills it)."""
+    loop = (
+        f"import time\nend = time.monotonic() + {BUSY_SECONDS}\nwhile time.monotonic() < end: pass"
+    )
+    return subprocess.Popen([sys.executable, "-c", loop])
+
+
+@pytest.fixture(scope="module")
+def busy_results() -> dict[str, dict[str, Any]]:
+    """Every Z3 theorem again, with two CPU-bound processes running beside it throughout.
+
+    The bounded theorems use no solver and have no budget (an exhaustive run of the spec),
+    so only the Z3 theorems, whose budgets are the point, are run again.
+    """
+    names = [
+        n for n in sorted(THEOREMS, key=lambda n: -THEOREMS[n].cost) if not THEOREMS[n].bounded
+    ]
+    hogs = [_busy(), _busy()]
+    try:
+        out = runner.run_theorems([(n, None) for n in names], quick=True)
+        # Both were busy until the very end, or this was not a loaded run.
+        assert [h.poll() for h in hogs] == [None, None]
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
     return {r["name"]: r for r in out}
 
 
@@ -60,6 +96,20 @@ def test_wrong_variant_is_rejected_by_its_theorem(
     else:
         assert r["verdict"] == "proved", (r["verdict"], r["message"])
     assert runner.killed(r)
+
+
+def test_z3_theorems_give_the_same_verdicts_and_units_beside_two_busy_processes(
+    results: dict[str, dict[str, Any]], busy_results: dict[str, dict[str, Any]]
+) -> None:
+    assert busy_results
+    for name, busy in busy_results.items():
+        idle = results[name]
+        assert busy["verdict"] == idle["verdict"] == THEOREMS[name].expected, name
+        # Not only the verdict: every step used exactly the same Z3 resource units.
+        assert [(s["name"], s["result"], s["rlimit"]) for s in busy["steps"]] == [
+            (s["name"], s["result"], s["rlimit"]) for s in idle["steps"]
+        ], name
+        assert busy["rlimit_used"] == idle["rlimit_used"] <= THEOREMS[name].budget, name
 
 
 def test_every_variant_has_a_theorem_that_claims_to_reject_it() -> None:

@@ -163,8 +163,13 @@ def _failing_props(trace: dict[str, Any], impls: Sequence[Impl]) -> tuple[list[s
     return world.failure.failed_properties(), world.failure.index
 
 
+MAX_REPLAYS = 20_000
+"""Candidate replays a minimization may make: a count, not seconds, so that the trace it
+returns is the same on an idle and on a loaded machine."""
+
+
 def minimize_trace(
-    trace: dict[str, Any], impls: Sequence[Impl], *, budget_seconds: float = 60.0
+    trace: dict[str, Any], impls: Sequence[Impl], *, max_replays: int = MAX_REPLAYS
 ) -> dict[str, Any]:
     """A smaller trace that fails the same way (same first failed property).
 
@@ -177,7 +182,7 @@ def minimize_trace(
     if index < 0:
         return trace
     target = props[0]
-    deadline = time.monotonic() + budget_seconds
+    replays = 0
     best = _with(trace, ops=trace["ops"][: index + 1])
 
     def fails(candidate: dict[str, Any]) -> dict[str, Any] | None:
@@ -189,11 +194,12 @@ def minimize_trace(
         return _with(c, ops=c["ops"][: i + 1]) if target in p else None
 
     changed = True
-    while changed and time.monotonic() < deadline:
+    while changed and replays < max_replays:
         changed = False
         for candidate in _candidates(best):
-            if time.monotonic() >= deadline:
+            if replays >= max_replays:
                 break
+            replays += 1
             smaller = fails(candidate)
             if smaller is not None and _size(smaller) < _size(best):
                 best, changed = smaller, True

@@ -1,13 +1,14 @@
 """``livetail rlimits``: measure every theorem's Z3 resource use and suggest its budget.
 
 Each theorem runs in full (not ``--quick``: the optional searches count too) under each
-of several seeds with a budget large enough not to bind, and the table shows the units it
-used per seed, its budget now, the margin (budget / most used) and the suggested budget:
-``MARGIN`` times the most used over the seeds, rounded up to two significant digits, at
-least ``FLOOR``.  A new theorem gets its budget from this table (``rlimit=`` in its
-``@theorem``); ``--markdown`` prints the table docs/theorems.md keeps.  The command exits
-non-zero when a verdict is not the expected one under some seed, or a budget is below what
-a seed used.
+of several seeds with a budget large enough not to bind, on the real spec and under every
+wrong variant it claims to reject (its budget must cover finding that counterexample too),
+and the table shows the most units it used per seed, its budget now, the margin (budget /
+most used) and the suggested budget: ``MARGIN`` times the most used over the seeds,
+rounded up to two significant digits, at least ``FLOOR``.  A new theorem gets its budget
+from this table (``rlimit=`` in its ``@theorem``); ``--markdown`` prints the table
+docs/theorems.md keeps.  The command exits non-zero when a verdict is not the expected one
+or a claimed variant survives under some seed, or a budget is below what a seed used.
 """
 
 from __future__ import annotations
@@ -44,31 +45,26 @@ def measure(
     """Per theorem: name, verdicts and units used per seed, budget, most used, suggested."""
     from .theorems import THEOREMS
 
-    by_seed = {
-        seed: {
-            r["name"]: r
-            for r in runner.run_theorems(
-                [(n, None) for n in names],
-                seed=seed,
-                jobs=jobs,
-                timeout=timeout,
-                rlimit=MEASURE_RLIMIT,
-            )
-        }
-        for seed in seeds
-    }
+    tasks = [(n, v) for n in names for v in (None, *THEOREMS[n].kills)]
+    by_seed: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for seed in seeds:
+        done = runner.run_theorems(
+            tasks, seed=seed, jobs=jobs, timeout=timeout, rlimit=MEASURE_RLIMIT
+        )
+        by_seed[seed] = {n: [r for r in done if r["name"] == n] for n in names}
     rows = []
     for n in names:
-        results = [by_seed[seed][n] for seed in seeds]
-        used = [r["rlimit_used"] for r in results]
+        runs = [by_seed[seed][n] for seed in seeds]
+        used = [_most(rs) for rs in runs]
         most = max((u for u in used if u is not None), default=0)
         rows.append(
             {
                 "name": n,
-                "verdicts": [r["verdict"] for r in results],
+                # On the real spec: its verdict; under a variant: rejected or not.
+                "verdicts": [_verdict(rs) for rs in runs],
                 "expected": THEOREMS[n].expected,
                 "used": used,
-                "seconds": [r["seconds"] for r in results],
+                "seconds": [max(r["seconds"] for r in rs) for rs in runs],
                 "budget": THEOREMS[n].budget,
                 "measured": THEOREMS[n].rlimit is not None,
                 "most": most,
@@ -76,6 +72,19 @@ def measure(
             }
         )
     return rows
+
+
+def _most(runs: Sequence[dict[str, Any]]) -> int | None:
+    """The most units any run used (None if one has no count: it did not finish)."""
+    used = [r["rlimit_used"] for r in runs]
+    return None if None in used else max(used)
+
+
+def _verdict(runs: Sequence[dict[str, Any]]) -> str:
+    """The real spec's verdict, or "variant survives" when a claimed variant is not killed."""
+    real = next(r for r in runs if r["variant"] is None)
+    survivors = [r["variant"] for r in runs if r["variant"] is not None and not runner.killed(r)]
+    return f"{survivors[0]} survives" if survivors else str(real["verdict"])
 
 
 def ok(row: dict[str, Any]) -> bool:

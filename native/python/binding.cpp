@@ -544,6 +544,11 @@ read the current chunk's own entries from the pool during that chunk's forward:
 }  // namespace
 
 #include "bind_plan.inc"  // Coordinator.plan_step / apply_step (semantics section 9)
+#ifdef LIVETAIL_SANITIZE
+namespace livetail {
+void bind_sanitizer_control(nb::module_& m);  // test-only: sanitize_control.cpp
+}
+#endif
 
 // --- module ----------------------------------------------------------------------------------
 
@@ -1051,4 +1056,8 @@ NB_MODULE(_core, m) {
       "Page ids of many tables as one 2-D int32 array, one row per table, padded with 0\n"
       "(a hole) to `width` columns (default: the longest table; a smaller width is an error).");
   bind_plan(m);
+
+#ifdef LIVETAIL_SANITIZE
+  livetail::bind_sanitizer_control(m);
+#endif
 }

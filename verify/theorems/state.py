@@ -21,32 +21,40 @@ from ._runs import group
 @theorem(
     "acquire-places-holes-outside-every-window",
     """Executes the spec's acquire (spec/runs.py) of n tokens on a symbolic table shape
-    (B, W, m unbounded, A = m*B, any slot count, tail room and count n) and reads which of
-    the new run's slots it made real (runs.run_real, the placement the concrete acquire fills
-    its slots by). First it exhibits a hole (the statement is not vacuous); then every hole
-    of the run is outside the window of every later query t >= the run's frontier ((s+1)*B <=
-    t - W + 1), is no resume page of any A-aligned boundary b (not b - R <= s < b), and
-    every slot of the run that the next query reads ((s+1)*B > f - W + 1) is real.
-    Unbounded.""",
-    """A kernel never reads a hole, and a request can always resume from an lcm boundary: the
-    acquire that placed the pages put every hole where no query will look.""",
-    kills=("real-pages-packed-first", "slid-out-off-by-one"),
+    (B, W, m unbounded, A = m*B, any slot count, tail room and count n, enough free pages)
+    and reads which of the new run's slots it made real (runs.run_real, the placement the
+    concrete acquire fills its slots by); E = extent + n is the extent it leaves. First it
+    exhibits a hole (the statement is not vacuous); then every hole of the run is outside the window
+    of every later query t >= E ((s+1)*B <= t - W + 1) and is no resume page of any
+    A-aligned boundary b (not b - R <= s < b); every slot of the run the next query reads
+    ((s+1)*B > E - W + 1) is real; and every real slot of the run is either read by that
+    query or one of the R resume pages of the aligned boundary (s div m + 1)*m at or below E
+    (minimality). Unbounded.""",
+    """A kernel never reads a hole, a request can always resume from an lcm boundary, and
+    live tail pins nothing else: the acquire that placed the pages put every hole where no
+    query will look and every real page where one will.""",
+    kills=("real-pages-packed-first", "slid-out-off-by-one", "acquire-frontier-minus-one"),
     cost=3,
+    rlimit=400_000_000,
 )
 def acquire_places_holes(p: Prover) -> None:
     g = live_tail()
     gr = group(g)
-    slots, tail, n, s, t, b = ints("slots tail n s t b")
+    slots, tail, n, s, t, b, F = ints("slots tail n s t b F")
     state = runs.TableState(slots, tail, 0, ())
+    run = runs.acquire(F, state, n, gr, Z3).run
+    # The extent the acquire leaves (acquire-all-or-nothing proves the executed acquire
+    # leaves exactly this): the frontier of the next query.
+    E = geo.extent(slots, tail, g.B) + n
     hyps = [*g.hyps, slots >= 0, tail >= 0, tail <= g.B - 1, n >= 0]
-    run = runs.acquire(z3.Int("F"), state, n, gr, Z3).run
     inside = [run.first <= s, s < run.end]
-    hole = z3.Not(runs.run_real(run, s, gr, Z3))
-    show = {"first": run.first, "count": run.count, "frontier": run.frontier}
-    p.exhibit("a hole exists", [*hyps, *inside, hole, z3.Int("F") >= run.count], show=show)
+    real = runs.run_real(run, s, gr, Z3)
+    hole = z3.Not(real)
+    show = {"first": run.first, "count": run.count, "frontier": run.frontier, "E": E}
+    p.exhibit("a hole exists", [*hyps, *inside, hole], show=show)
     hyps = [*hyps, *inside]
     p.prove(
-        "a hole is outside the window of every query t >= the frontier",
+        "a hole is outside the window of every query t >= the run's frontier",
         z3.Implies(z3.And(hole, t >= run.frontier), (s + 1) * g.B <= t - g.W + 1),
         hyps,
         show=show,
@@ -59,7 +67,15 @@ def acquire_places_holes(p: Prover) -> None:
     )
     p.prove(
         "every slot of the run the next query reads is real",
-        z3.Implies((s + 1) * g.B > run.frontier - g.W + 1, runs.run_real(run, s, gr, Z3)),
+        z3.Implies((s + 1) * g.B > E - g.W + 1, real),
+        hyps,
+        show=show,
+    )
+    boundary = (s / g.m + 1) * g.m
+    resume = z3.And(boundary - g.R() <= s, boundary * g.B <= E)
+    p.prove(
+        "every real slot is read by the next query or a resume page of a boundary <= E",
+        z3.Implies(real, z3.Or((s + 1) * g.B > E - g.W + 1, resume)),
         hyps,
         show=show,
     )

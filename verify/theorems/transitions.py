@@ -143,7 +143,6 @@ def general(
     slot count, tail room, reclaim floor and real pages are all unchanged. Unbounded.""",
     """acquire is all-or-nothing and takes what blocks_needed_for promised: an engine that
     checks the count first never sees a half-allocated table.""",
-    kills=("acquire-frontier-minus-one",),
     cost=6,
 )
 def acquire_all_or_nothing(p: Prover) -> None:
@@ -301,7 +300,6 @@ def coordinator_all_or_nothing(p: Prover) -> None:
     """An engine that admits a request only when the sequential charge fits the free pages
     can never run out of pages in the middle of the chunk or the decode step, whatever it
     reclaims between them.""",
-    kills=("combined-charge",),
     cost=8,
 )
 def admission_promise(p: Prover) -> None:
