@@ -82,8 +82,13 @@ def apply_plan_op(world: Any, side: Any, op: dict[str, Any], facts: dict[str, An
     if "between_request" in op:
         before = side.state()
         side.acquire(op["between_request"], op["between_tokens"])
-        facts["between_changed"] = side.state() != before
-        facts["mid"] = side.state()
+        mid = side.state()
+        # Stale: the queue or a count changed, or a table of the plan did (section 9).
+        facts["between_changed"] = (before.pool.queue, before.pool.refs) != (
+            mid.pool.queue,
+            mid.pool.refs,
+        ) or any(before.tables[r] != mid.tables[r] for r in order)
+        facts["mid"] = mid
     if bad == 4:
         _attempt(side.coord.apply_step, plan)
         facts["mid"] = side.state()
