@@ -82,21 +82,31 @@ def apply_plan_op(world: Any, side: Any, op: dict[str, Any], facts: dict[str, An
     if "between_request" in op:
         before = side.state()
         side.acquire(op["between_request"], op["between_tokens"])
-        facts["between_changed"] = side.state() != before
-        facts["mid"] = side.state()
+        mid = side.state()
+        # Stale: the queue or a count changed, or a table of the plan did (section 9).
+        facts["between_changed"] = (before.pool.queue, before.pool.refs) != (
+            mid.pool.queue,
+            mid.pool.refs,
+        ) or any(before.tables[r] != mid.tables[r] for r in order)
+        facts["mid"] = mid
+
+    def note_applied() -> None:  # the machine's shadow of each slot's creation frontier
+        for i, r in enumerate(order):
+            for g in range(len(side.tables[r])):
+                if i < figures[0]:
+                    side.note_shape(r, g, extents[r][g] + n)
+                else:
+                    side.note_free(r, g)
+
     if bad == 4:
-        _attempt(side.coord.apply_step, plan)
+        _, err, _ = _attempt(side.coord.apply_step, plan)
+        if err is None:
+            note_applied()
         facts["mid"] = side.state()
     _, err, msg = _attempt(side.coord.apply_step, plan)
     if err is not None:
         return Outcome(error=err, message=msg)
-    k = figures[0]
-    for i, r in enumerate(order):
-        for g in range(len(side.tables[r])):
-            if i < k:
-                side.note_shape(r, g, extents[r][g] + n)
-            else:
-                side.note_free(r, g)
+    note_applied()
     return Outcome(value=repr(figures))
 
 
