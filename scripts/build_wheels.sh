@@ -44,7 +44,9 @@ done
 mkdir -p "$out"
 for py in "${pythons[@]}"; do
   echo "== wheel for $("$py" -c 'import sys; print(sys.implementation.cache_tag)') ($py)"
-  CC="$work/bin/zig-cc" CXX="$work/bin/zig-c++" \
+  # nanobind's headers call fprintf(stderr) but, under the limited API with libc++, nothing
+  # includes <cstdio> for them.
+  CC="$work/bin/zig-cc" CXX="$work/bin/zig-c++" CXXFLAGS="-include cstdio" \
     "$py" -m pip wheel --quiet --no-deps . -w "$work/raw" \
     -Cbuild-dir="build/zig-{wheel_tag}"
 done
