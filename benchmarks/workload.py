@@ -1,20 +1,33 @@
-"""A serving workload with a shared system prompt, run with live tail on and off.
+"""A serving workload on one pool, driven step by step with Coordinator.plan_step.
 
-An engine-shaped scheduler over a fixed pool: requests arrive together, share a long
-system prompt and differ in a suffix; each step admits waiting requests (prefix match,
-then the exact charge: pages consumed by the claim plus the sequential charge of the
-rest of the next chunk and the decode reserve), runs one prefill chunk or one decode
-token per running request, names full pages after each chunk, reclaims, and frees
-finished requests. The hybrid model has a full-attention group, a sliding-window
-attention group and a short conv group (window 4); live tail is switched on and off for
-the conv group only (attention groups always allocate fully).
+An engine-shaped loop over a fixed pool: requests share a long system prompt and differ in
+a suffix, one arriving every few steps. Each step:
 
-    python benchmarks/workload.py            # native module
-    python benchmarks/workload.py --impl spec
+1. plan: `plan_step` over the running requests in priority order (oldest admission first),
+   each asking for its next prefill chunk or one decode token. A top request that does not
+   fit even with every other request preempted (`top_fits` False) is rejected.
+2. apply: `apply_step` frees the preempted requests (they go back to the front of the
+   waiting queue and come back later through their prefix hit) and acquires for the rest.
+3. admit: waiting requests, in order, while the exact charge (`blocks_consumed_by_claim`
+   plus the sequential charge of the first chunk and the decode reserve) fits what is left
+   of `free_after`; every hit is claimed before any admitted request acquires its chunk.
+   A request whose charge exceeds the whole (empty) pool is rejected.
+4. forward, name full prompt pages (`cache_full_blocks`), reclaim, free finished requests.
 
-Prints, for each setting: peak pinned pages, the most requests running at once, the
-prefix hit rate (prompt tokens served from the cache), the steps to drain the queue and
-the conv group's peak pages.
+The model is hybrid: a full-attention group, a sliding-window attention group and a short
+conv group (window 4) whose live tail is switched off and on; the retention rule of the
+pool (`BlockPool(retention=...)`) is switched off (every freed page appended, the earlier
+order) and on.
+
+    python benchmarks/workload.py                       # native module, default pools
+    python benchmarks/workload.py --impl spec --requests 6 --num-blocks 900
+    python benchmarks/workload.py --plot docs/workload_pinned.png --plot-pool 1800
+
+Prints per pool and setting: steps to drain, preemptions, recomputed tokens (tokens
+computed before a preemption that the re-admission's hit did not bring back), prefix hit
+rate over first admissions, peak pinned pages, rejected requests; then, from the pool's
+counters (`coordinator.stats()`): the hit rate over every `match_prefix` call (matched /
+queried tokens), the named pages evicted, and each group's peak pinned pages.
 """
 
 from __future__ import annotations
@@ -43,13 +56,38 @@ class Workload:
 @dataclass
 class Request:
     rid: int
-    prompt: list[int]
+    tokens: list[int]  # the prompt, then (after a preemption) the tokens generated so far
     keys: list[bytes]
     decode_left: int
+    prompt_len: int  # tokens to compute before decoding resumes
     tables: Any = None
     done: int = 0  # tokens computed
-    hit: int = 0
-    ends: list[int] = field(default_factory=list)
+    lost: int = 0  # tokens computed before the last preemption
+    admitted: bool = False  # admitted at least once
+
+
+@dataclass
+class Result:
+    steps: int = 0
+    preemptions: int = 0
+    recomputed: int = 0
+    hit_tokens: int = 0
+    prompt_tokens: int = 0
+    peak_pages: int = 0
+    rejected: int = 0
+    pinned: list[int] = field(default_factory=list)  # per step, after the step's acquires
+    seconds: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)  # coordinator.stats() at the end
+    peak_by_group: list[int] = field(default_factory=list)  # from stats()["pinned_pages"]
+
+    @property
+    def match_hit_rate(self) -> float:
+        queried = self.stats.get("match_tokens_queried", 0)
+        return self.stats.get("match_tokens_matched", 0) / queried if queried else 0.0
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
 def groups(lt: Any, live: bool) -> list[Any]:
@@ -60,73 +98,126 @@ def groups(lt: Any, live: bool) -> list[Any]:
     ]
 
 
-def run(lt: Any, w: Workload, live: bool) -> dict[str, float]:
+def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
     rng = random.Random(w.seed)
-    pool = lt.BlockPool(w.num_blocks)
+    pool = lt.BlockPool(w.num_blocks, retention=retention)
     c = lt.Coordinator(groups(lt, live), pool)
+    lcm, base = c.lcm_block_size, c.base_block_size
     system = [rng.randrange(50_000) for _ in range(w.system_prompt)]
-    waiting = []
+    arrivals: list[Request] = []
     for i in range(w.requests):
         prompt = system + [
             rng.randrange(50_000) for _ in range(rng.randint(w.suffix_min, w.suffix_max))
         ]
-        waiting.append(Request(i, prompt, lt.page_keys(prompt, c.base_block_size), w.decode))
-    running: list[Request] = []
-    peak = peak_conv = most_running = steps = 0
-    hit_tokens = prompt_tokens = 0
+        arrivals.append(Request(i, prompt, lt.page_keys(prompt, base), w.decode, len(prompt)))
+    waiting: list[Request] = []  # priority order: preempted requests first, by arrival
+    running: list[Request] = []  # priority order: oldest admission first
+    res = Result()
     t0 = time.perf_counter()
-    while waiting or running:
-        steps += 1
-        # Admission, first come first served: stop at the first request that does not fit.
-        while waiting and waiting[0].rid * w.arrival_gap < steps:
-            r = waiting[0]
-            m = c.match_prefix(r.keys)
-            # Never claim the whole prompt: the last token must be computed to sample.
-            hit = min(m.num_tokens, (len(r.prompt) - 1) // c.lcm_block_size * c.lcm_block_size)
-            if hit != m.num_tokens:
-                m = c.match_prefix(r.keys[: hit // c.base_block_size])
-            fresh = c.new_tables()
-            rest = len(r.prompt) - m.num_tokens
-            first = min(w.chunk, rest)
-            reserve = 1 if first == rest else 0
-            charge = c.blocks_consumed_by_claim(m) + c.blocks_needed_for_sequential(
-                fresh, first, reserve
-            )
-            if charge > pool.num_free:
+
+    def ask(r: Request) -> int:
+        return min(w.chunk, r.prompt_len - r.done) if r.done < r.prompt_len else 1
+
+    while arrivals or waiting or running:
+        res.steps += 1
+        while arrivals and arrivals[0].rid * w.arrival_gap < res.steps:
+            waiting.append(arrivals.pop(0))
+        # 1. plan, rejecting a top request that cannot fit even alone.
+        while True:
+            plan = c.plan_step([(r.tables, ask(r)) for r in running])
+            if plan.top_fits:
                 break
+            c.free(running.pop(0).tables)
+            res.rejected += 1
+        # 2. apply: the preempted go back to the front of the waiting queue.
+        c.apply_step(plan)
+        preempted = running[plan.stepped :]
+        running = running[: plan.stepped]
+        for r in preempted:
+            res.preemptions += 1
+            r.lost = r.done
+            # Recompute what it had: prompt plus generated tokens (named prompt pages may hit).
+            r.tokens = r.tokens[: r.done]
+            r.keys = lt.page_keys(r.tokens, base)
+            r.prompt_len = len(r.tokens)
+            r.tables, r.done = None, 0
+        waiting = sorted(preempted + waiting, key=lambda q: q.rid)
+        stepped = list(running)
+        # 3. admit against free_after: claim every hit first, then acquire first chunks.
+        budget = plan.free_after
+        admitted: list[Request] = []
+        while waiting:
+            r = waiting[0]
+            # Never claim the whole prompt: the last token must be computed to sample.
+            usable = (r.prompt_len - 1) // lcm * lcm
+            m = c.match_prefix(r.keys[: usable // base])
+            fresh = c.new_tables()
+            first = min(w.chunk, r.prompt_len - m.num_tokens)
+            reserve = 1 if first == r.prompt_len - m.num_tokens else 0
+            seq = c.blocks_needed_for_sequential(fresh, first, reserve)
+            if seq > pool.num_blocks - 1:  # cannot fit even in an empty pool
+                waiting.pop(0)
+                res.rejected += 1
+                continue
+            charge = c.blocks_consumed_by_claim(m) + seq
+            if charge > budget:
+                break
+            budget -= charge
             c.claim(fresh, m)
-            r.tables, r.done, r.hit = fresh, m.num_tokens, m.num_tokens
-            hit_tokens += m.num_tokens
-            prompt_tokens += len(r.prompt)
-            running.append(waiting.pop(0))
-        most_running = max(most_running, len(running))
+            r.tables, r.done = fresh, m.num_tokens
+            if r.admitted:
+                res.recomputed += max(0, r.lost - m.num_tokens)
+            else:
+                r.admitted = True
+                res.hit_tokens += m.num_tokens
+                res.prompt_tokens += r.prompt_len
+            admitted.append(waiting.pop(0))
+        for r in admitted:
+            ok = c.acquire(r.tables, ask(r))
+            assert ok, "an admission within its exact charge failed"
+        running += admitted
+        res.pinned.append(pool.num_pinned)
+        res.peak_pages = max(res.peak_pages, pool.num_pinned)
+        by_group = c.stats()["pinned_pages"]
+        res.peak_by_group = [max(a, b) for a, b in zip(res.peak_by_group, by_group)] or by_group
+        # 4. forward (stepped requests and the admitted ones' first chunks), name, reclaim.
         finished = []
-        for r in running:
-            n = min(w.chunk, len(r.prompt) - r.done) if r.done < len(r.prompt) else 1
-            if not c.acquire(r.tables, n):
-                continue  # preempted for this step: no page for it now
-            # The transient: pages pinned while the chunk is computed, before reclaim.
-            peak = max(peak, pool.num_pinned)
-            peak_conv = max(peak_conv, sum(q.tables[2].num_real_pages for q in running))
+        for r in stepped + admitted:
+            n = ask(r) if r in stepped else min(w.chunk, r.prompt_len - r.done)
             r.done += n
-            if r.done <= len(r.prompt):
+            if r.done <= r.prompt_len:
                 c.cache_full_blocks(r.tables, r.keys, r.done)
             c.reclaim_expired(r.tables, r.done)
-            if r.done > len(r.prompt):
+            if r.done > r.prompt_len:
                 r.decode_left -= 1
                 if r.decode_left == 0:
                     finished.append(r)
         for r in finished:
             c.free(r.tables)
             running.remove(r)
-    return {
-        "peak_pages": peak,
-        "peak_conv_pages": peak_conv,
-        "most_running": most_running,
-        "hit_rate": hit_tokens / prompt_tokens,
-        "steps": steps,
-        "seconds": time.perf_counter() - t0,
-    }
+        if res.steps > 100_000:
+            raise RuntimeError("the workload did not drain")
+    res.seconds = time.perf_counter() - t0
+    res.stats = c.stats()
+    return res
+
+
+def plot(path: str, runs: dict[tuple[bool, bool], Result], num_blocks: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=100)
+    for (live, retention), r in runs.items():
+        label = f"live tail {'on' if live else 'off'}, retention {'on' if retention else 'off'}"
+        ax.plot(range(1, len(r.pinned) + 1), r.pinned, label=label, linewidth=1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("pinned pages")
+    ax.set_title(f"benchmarks/workload.py, pool of {num_blocks} pages")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
 
 
 def main() -> None:
@@ -136,8 +227,14 @@ def main() -> None:
     ap.add_argument("--impl", choices=["native", "spec"], default="native")
     ap.add_argument("--requests", type=int, default=Workload.requests)
     ap.add_argument(
-        "--num-blocks", type=int, nargs="+", default=[1200, 1800, 3000], help="pool sizes to run"
+        "--num-blocks",
+        type=int,
+        nargs="+",
+        default=[200, 300, 400, 1200, 1800, 3000],
+        help="pool sizes to run",
     )
+    ap.add_argument("--plot", help="write a PNG of pinned pages over steps to this path")
+    ap.add_argument("--plot-pool", type=int, default=1800, help="pool size of the plot")
     args = ap.parse_args()
     lt = importlib.import_module("livetail" if args.impl == "native" else "livetail.spec")
     w = Workload(requests=args.requests)
@@ -147,18 +244,39 @@ def main() -> None:
         f"decode {w.decode}; groups full B=64, sliding B=64 W=1024, conv B=8 W=4 ({args.impl})"
     )
     print(
-        f"{'pool':>6} {'conv live tail':<15}{'peak pages':>11}{'conv peak':>10}{'max running':>12}"
-        f"{'hit rate':>9}{'steps':>7}{'seconds':>9}"
+        f"{'pool':>6} {'live tail':<10}{'retention':<10}{'steps':>7}{'preempted':>10}"
+        f"{'recomputed':>11}{'hit rate':>9}{'peak pages':>11}{'rejected':>9}{'seconds':>8}"
     )
+    plotted: dict[tuple[bool, bool], Result] = {}
+    counters: list[tuple[int, bool, bool, Result]] = []
     for nb in args.num_blocks:
         w.num_blocks = nb
         for live in (False, True):
-            r = run(lt, w, live)
-            print(
-                f"{nb:>6} {'on' if live else 'off':<15}"
-                f"{r['peak_pages']:>11}{r['peak_conv_pages']:>10}"
-                f"{r['most_running']:>12}{r['hit_rate']:>9.1%}{r['steps']:>7}{r['seconds']:>9.2f}"
-            )
+            for retention in (False, True):
+                r = run(lt, w, live, retention)
+                counters.append((nb, live, retention, r))
+                if nb == args.plot_pool:
+                    plotted[(live, retention)] = r
+                print(
+                    f"{nb:>6} {'on' if live else 'off':<10}{'on' if retention else 'off':<10}"
+                    f"{r.steps:>7}{r.preemptions:>10}{r.recomputed:>11}{r.hit_rate:>9.1%}"
+                    f"{r.peak_pages:>11}{r.rejected:>9}{r.seconds:>8.2f}"
+                )
+    print()
+    print("counters (coordinator.stats()): hit rate over every match_prefix call, named pages")
+    print("evicted, names removed, and each group's peak pinned pages (full, sliding, conv)")
+    print(
+        f"{'pool':>6} {'live tail':<10}{'retention':<10}{'match hit':>10}{'evicted':>9}"
+        f"{'removed':>9}  peak pages per group"
+    )
+    for nb, live, retention, r in counters:
+        print(
+            f"{nb:>6} {'on' if live else 'off':<10}{'on' if retention else 'off':<10}"
+            f"{r.match_hit_rate:>10.1%}{r.stats['pages_evicted']:>9}{r.stats['names_removed']:>9}"
+            f"  {' / '.join(map(str, r.peak_by_group))}"
+        )
+    if args.plot and plotted:
+        plot(args.plot, plotted, args.plot_pool)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ module, so one program can drive either and compare them step by step.
 from . import geometry
 from .coordinator import Coordinator, GroupSpec
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager
+from .plan import StepPlan
 from .pool import BlockPool
 from .prefix import PrefixMatch, page_keys
 from .table import BlockTable
@@ -20,6 +21,7 @@ __all__ = [
     "PrefixMatch",
     "SlidingWindowManager",
     "StateManager",
+    "StepPlan",
     "geometry",
     "page_keys",
 ]

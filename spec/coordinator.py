@@ -9,6 +9,7 @@ from . import geometry as geo
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
+from .plan import StepPlan, apply_step, plan_step
 from .pool import BlockPool
 from .prefix import Name, PrefixMatch, check_keys
 from .table import BlockTable
@@ -310,3 +311,13 @@ class Coordinator:
 
     def __repr__(self) -> str:
         return f"Coordinator({self._specs!r}, {self._pool!r})"
+
+    # -- step planning (semantics section 9; the logic lives in spec/plan.py) ------------
+
+    def plan_step(self, requests: Sequence[tuple[Sequence[BlockTable], int]]) -> StepPlan:
+        """Read-only plan of one step: which priority prefix steps, which suffix is preempted."""
+        return plan_step(self, requests)
+
+    def apply_step(self, plan: StepPlan) -> None:
+        """Apply a fresh plan: free the preempted, then acquire for the stepped. Cannot fail."""
+        apply_step(self, plan)

@@ -54,6 +54,9 @@ class BlockPool:
         # unnamed released pages (its last entry is the queue's head); _queue, an
         # insertion-ordered dict, holds the never-used pages and named released ones.
         self._front: list[int] = []
+        # Change counter (semantics section 9): bumped by every change to the queue or a
+        # reference count, so a step plan can tell it is stale.
+        self._version = 0
         self._queue: dict[int, None] = dict.fromkeys(range(1, self._num_blocks))
         self._ref = [0] * self._num_blocks
         # Prefix-cache names: each named page's name, and each name's pages in
@@ -158,6 +161,8 @@ class BlockPool:
         """The first k free pages, each with count 1; None (and nothing taken) if short."""
         if k > self.num_free:
             return None
+        if k:
+            self._version += 1
         pages = []
         evicted = False
         for _ in range(k):
@@ -178,6 +183,8 @@ class BlockPool:
     def _release(self, pages: Sequence[int]) -> int:
         """Drop one reference per entry, last entry first; returns pages that became free."""
         freed = 0
+        if pages:
+            self._version += 1
         for page in reversed(pages):
             self._ref[page] -= 1
             if self._ref[page] == 0:
@@ -230,6 +237,7 @@ class BlockPool:
 
     def _take_shared(self, page: int) -> None:
         """One more reference to a real page; a free one leaves the queue wherever it is."""
+        self._version += 1
         if self._ref[page] == 0:
             if page in self._queue:
                 del self._queue[page]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import runpy
 import sys
 from pathlib import Path
@@ -22,20 +23,51 @@ def test_engine_loop_example_hits_the_shared_prompt_and_returns_every_page(
     ]
 
 
-def test_workload_benchmark_runs_on_both_implementations(
+def test_workload_benchmark_drains_with_the_same_figures_on_both_implementations(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script = str(ROOT / "benchmarks" / "workload.py")
     for impl in ("spec", "native"):
         monkeypatch.setattr(
-            sys, "argv", [script, "--impl", impl, "--requests", "6", "--num-blocks", "900"]
+            sys,
+            "argv",
+            [script, "--impl", impl, "--requests", "6", "--num-blocks", "300", "900"],
         )
         runpy.run_path(script, run_name="__main__")
     out = capsys.readouterr().out.splitlines()
-    rows = [line.split() for line in out if line.strip().startswith("900")]
+    rows = [line.split()[:9] for line in out if line.split()[:1] in (["300"], ["900"])]
     # Same workload, same decisions: both implementations print the same figures.
-    assert len(rows) == 4
-    assert [r[:7] for r in rows[:2]] == [r[:7] for r in rows[2:]]
+    assert len(rows) == 16
+    assert rows[:8] == rows[8:]
+    # pool, live tail, retention, steps, preempted, recomputed, hit rate, peak, rejected.
+    assert rows[:8] == [
+        # Without live tail a 2048-token chunk needs 256 conv pages: no request can ever fit.
+        ["300", "off", "off", "11", "0", "0", "0.0%", "0", "6"],
+        ["300", "off", "on", "11", "0", "0", "0.0%", "0", "6"],
+        # With live tail every request runs; one preemption, its 64 decode tokens recomputed.
+        ["300", "on", "off", "261", "1", "64", "49.2%", "299", "0"],
+        ["300", "on", "on", "261", "1", "64", "49.2%", "299", "0"],
+        ["900", "off", "off", "139", "0", "0", "61.5%", "642", "0"],
+        ["900", "off", "on", "139", "0", "0", "61.5%", "642", "0"],
+        ["900", "on", "off", "139", "0", "0", "61.5%", "341", "0"],
+        ["900", "on", "on", "139", "0", "0", "61.5%", "341", "0"],
+    ]
+
+
+def test_workload_retention_rule_raises_the_hit_rate_of_a_tight_pool() -> None:
+    spec = importlib.util.spec_from_file_location("workload", ROOT / "benchmarks" / "workload.py")
+    assert spec is not None and spec.loader is not None
+    wl = importlib.util.module_from_spec(spec)
+    sys.modules["workload"] = wl
+    spec.loader.exec_module(wl)
+    import livetail
+
+    w = wl.Workload(num_blocks=400)
+    off, on = (wl.run(livetail, w, True, retention) for retention in (False, True))
+    # 64 requests drain in both; keeping named pages behind unnamed ones keeps more hits.
+    assert (off.steps, off.preemptions, off.recomputed, off.rejected) == (1441, 5, 8875, 0)
+    assert (on.steps, on.preemptions, on.recomputed, on.rejected) == (1306, 2, 128, 0)
+    assert (round(off.hit_rate, 3), round(on.hit_rate, 3)) == (0.578, 0.656)
 
 
 def test_readme_ten_line_example_runs_with_the_figures_it_states() -> None:

@@ -484,6 +484,8 @@ the name it was matched under (evicted since), is a ValueError, and nothing chan
 
 }  // namespace
 
+#include "bind_plan.inc"  // Coordinator.plan_step / apply_step (semantics section 9)
+
 // --- module ----------------------------------------------------------------------------------
 
 NB_MODULE(_core, m) {
@@ -992,4 +994,5 @@ NB_MODULE(_core, m) {
               "width: typing.SupportsIndex | None = None) -> numpy.typing.NDArray[numpy.int32]"),
       "Page ids of many tables as one 2-D int32 array, one row per table, padded with 0\n"
       "(a hole) to `width` columns (default: the longest table; a smaller width is an error).");
+  bind_plan(m);
 }

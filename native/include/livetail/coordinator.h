@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "livetail/managers.h"
+#include "livetail/plan.h"
 #include "livetail/pool.h"
 #include "livetail/prefix.h"
 #include "livetail/table.h"
@@ -98,6 +99,17 @@ class Coordinator {
 
   // Pages group g pins now (taken by its acquires and claims, not yet back in the queue). O(1).
   int64_t pinned_pages(int64_t g) const noexcept { return pinned_[static_cast<size_t>(g)]; }
+
+  // --- step planning (semantics section 9; defined in plan.cpp) ---------------------------
+  // Read-only. `tables`: R * num_groups() tables, request-major, in priority order (highest
+  // first), all pairwise distinct, each unbound or bound to this pool; num_tokens[r] the
+  // tokens request r acquires. Throws std::invalid_argument naming the request.
+  StepPlan plan_step(std::span<BlockTable* const> tables,
+                     std::span<const int64_t> num_tokens) const;
+  // Frees the preempted requests (lowest priority first), then acquires for the stepped
+  // ones in priority order. Throws std::invalid_argument, nothing changed, for a plan of
+  // another coordinator, one applied already, or a stale one (the pool or a table changed).
+  void apply_step(StepPlan& plan);
 
   // Distinguishes coordinators for PrefixMatch (never reused within a process).
   uint64_t id() const noexcept { return id_; }

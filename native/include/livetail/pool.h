@@ -27,6 +27,9 @@ class BlockPool {
   int64_t num_free() const noexcept { return num_free_; }
   int64_t num_pinned() const noexcept { return num_blocks_ - 1 - num_free_; }
   bool retention() const noexcept { return retention_; }
+  // Change counter: grows with every change to the queue or to a reference count (a step
+  // plan, semantics section 9, uses it to tell it is stale).
+  uint64_t version() const noexcept { return version_; }
   // Throws std::invalid_argument unless 0 <= page < num_blocks.
   int32_t ref_count(int64_t page) const;
 
@@ -150,6 +153,7 @@ class BlockPool {
     }
     ++stats_.pages_claimed;
     ++ref_[page];
+    ++version_;
   }
   // Starts loading what set_name(page, group, key) will read (naming walks many slots).
   void prefetch_name(int32_t page, int32_t group, const Key& key) const noexcept;
@@ -167,6 +171,7 @@ class BlockPool {
   int64_t num_free_;
   int64_t fresh_;
   bool retention_;
+  uint64_t version_ = 0;
   std::unique_ptr<int32_t[], FreeDeleter> ref_;  // calloc: zero pages appear lazily
   std::unique_ptr<Link[], FreeDeleter> link_;    // num_blocks_ + 1 entries; pages below fresh_
 
@@ -234,6 +239,7 @@ class BlockPool::Taker {
     pool_.num_free_ -= taken_;
     pool_.stats_.pages_allocated += taken_;
     pool_.event_op_ += evicted_;  // an allocation that evicted ends its removed events' run
+    pool_.version_ += taken_ != 0;
     return taken_;
   }
 
@@ -265,6 +271,7 @@ class BlockPool::Releaser {
         retention_(p.retention_) {}
   // Page is a non-null page with count >= 1. True if it re-entered the queue.
   [[gnu::always_inline]] bool release(int32_t page) noexcept {
+    changed_ = true;
     if (--ref_[page] != 0) return false;  // still shared (prefix caching)
     const bool named = names_ != nullptr && page < names_end_ && names_[page].rec != 0;
     if (retention_ && !named) {
@@ -286,6 +293,7 @@ class BlockPool::Releaser {
     pool_.num_free_ += released_;
     pool_.named_free_ += named_released_;
     pool_.stats_.pages_released += released_;
+    pool_.version_ += changed_;
     return released_;
   }
 
@@ -297,6 +305,7 @@ class BlockPool::Releaser {
   int64_t names_end_;
   int32_t sentinel_, front_, tail_;
   bool retention_;
+  bool changed_ = false;
   int64_t released_ = 0;
   int64_t named_released_ = 0;
 };
