@@ -191,3 +191,16 @@ def test_events_off_counts_but_take_events_is_an_error(impl: ModuleType) -> None
 def test_events_must_be_a_bool(impl: ModuleType) -> None:
     with pytest.raises(TypeError):
         impl.BlockPool(8, events=1)
+
+
+def test_pinned_pages_per_group_follow_a_step_plan_with_preemption(impl: ModuleType) -> None:
+    specs = [impl.GroupSpec("full", 8), impl.GroupSpec("sliding", 8, 12)]
+    c = impl.Coordinator(specs, impl.BlockPool(9))  # 8 free pages
+    a, b = c.new_tables(), c.new_tables()
+    assert c.acquire(a, 16) and c.acquire(b, 16)  # 2 + 2 pages each
+    plan = c.plan_step([(a, 8), (b, 1)])  # 2 + 2 needed, none free: b is preempted
+    assert plan.stepped == 1
+    c.apply_step(plan)
+    assert [t.num_real_pages for t in a] == [3, 3]
+    assert c.stats()["pinned_pages"] == [3, 3]
+    assert c.pool.num_pinned == 6
