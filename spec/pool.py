@@ -172,7 +172,8 @@ class BlockPool:
                 page = next(iter(self._queue))
                 del self._queue[page]
                 # Eviction: the oldest free page loses its name.
-                evicted |= self._drop_name(page)
+                if self._drop_name(page):
+                    evicted = True
             self._ref[page] = 1
             pages.append(page)
         self._counters["pages_allocated"] += k
