@@ -158,8 +158,7 @@ class KVEventPublisher:
         self._int = int_block_hashes
         self._lora = lora_name
         self._seq = 0
-        self._ctx = zmq.Context.instance()
-        self._sock = self._ctx.socket(zmq.PUB)
+        self._sock: Any = zmq.Context.instance().socket(zmq.PUB)
         self._sock.set_hwm(hwm)
         self._sock.bind(endpoint)
         self.endpoint: str = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
