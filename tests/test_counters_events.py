@@ -204,3 +204,11 @@ def test_pinned_pages_per_group_follow_a_step_plan_with_preemption(impl: ModuleT
     assert [t.num_real_pages for t in a] == [3, 3]
     assert c.stats()["pinned_pages"] == [3, 3]
     assert c.pool.num_pinned == 6
+
+
+def test_pages_a_manager_takes_directly_count_in_the_pool_not_in_a_group(impl: ModuleType) -> None:
+    c = impl.Coordinator([impl.GroupSpec("full", 8)], impl.BlockPool(8))
+    t = impl.BlockTable()
+    assert c.managers[0].acquire(c.pool, t, 16)
+    st = c.stats()
+    assert (st["pinned_pages"], st["num_pinned"], st["pages_allocated"]) == ([0], 2, 2)
