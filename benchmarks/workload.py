@@ -25,7 +25,9 @@ order) and on.
 
 Prints per pool and setting: steps to drain, preemptions, recomputed tokens (tokens
 computed before a preemption that the re-admission's hit did not bring back), prefix hit
-rate over first admissions, peak pinned pages, rejected requests.
+rate over first admissions, peak pinned pages, rejected requests; then, from the pool's
+counters (`coordinator.stats()`): the hit rate over every `match_prefix` call (matched /
+queried tokens), the named pages evicted, and each group's peak pinned pages.
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ class Result:
     rejected: int = 0
     pinned: list[int] = field(default_factory=list)  # per step, after the step's acquires
     seconds: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)  # coordinator.stats() at the end
+    peak_by_group: list[int] = field(default_factory=list)  # from stats()["pinned_pages"]
+
+    @property
+    def match_hit_rate(self) -> float:
+        queried = self.stats.get("match_tokens_queried", 0)
+        return self.stats.get("match_tokens_matched", 0) / queried if queried else 0.0
 
     @property
     def hit_rate(self) -> float:
@@ -169,6 +178,8 @@ def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
         running += admitted
         res.pinned.append(pool.num_pinned)
         res.peak_pages = max(res.peak_pages, pool.num_pinned)
+        by_group = c.stats()["pinned_pages"]
+        res.peak_by_group = [max(a, b) for a, b in zip(res.peak_by_group, by_group)] or by_group
         # 4. forward (stepped requests and the admitted ones' first chunks), name, reclaim.
         finished = []
         for r in stepped + admitted:
@@ -187,6 +198,7 @@ def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
         if res.steps > 100_000:
             raise RuntimeError("the workload did not drain")
     res.seconds = time.perf_counter() - t0
+    res.stats = c.stats()
     return res
 
 
@@ -236,11 +248,13 @@ def main() -> None:
         f"{'recomputed':>11}{'hit rate':>9}{'peak pages':>11}{'rejected':>9}{'seconds':>8}"
     )
     plotted: dict[tuple[bool, bool], Result] = {}
+    counters: list[tuple[int, bool, bool, Result]] = []
     for nb in args.num_blocks:
         w.num_blocks = nb
         for live in (False, True):
             for retention in (False, True):
                 r = run(lt, w, live, retention)
+                counters.append((nb, live, retention, r))
                 if nb == args.plot_pool:
                     plotted[(live, retention)] = r
                 print(
@@ -248,6 +262,19 @@ def main() -> None:
                     f"{r.steps:>7}{r.preemptions:>10}{r.recomputed:>11}{r.hit_rate:>9.1%}"
                     f"{r.peak_pages:>11}{r.rejected:>9}{r.seconds:>8.2f}"
                 )
+    print()
+    print("counters (coordinator.stats()): hit rate over every match_prefix call, named pages")
+    print("evicted, names removed, and each group's peak pinned pages (full, sliding, conv)")
+    print(
+        f"{'pool':>6} {'live tail':<10}{'retention':<10}{'match hit':>10}{'evicted':>9}"
+        f"{'removed':>9}  peak pages per group"
+    )
+    for nb, live, retention, r in counters:
+        print(
+            f"{nb:>6} {'on' if live else 'off':<10}{'on' if retention else 'off':<10}"
+            f"{r.match_hit_rate:>10.1%}{r.stats['pages_evicted']:>9}{r.stats['names_removed']:>9}"
+            f"  {' / '.join(map(str, r.peak_by_group))}"
+        )
     if args.plot and plotted:
         plot(args.plot, plotted, args.plot_pool)
 

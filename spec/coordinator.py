@@ -89,6 +89,7 @@ class Coordinator:
         self._base = base
         self._lcm = lcm
         self._managers: list[_Manager] = [self._manager(s) for s in specs]
+        self._pinned = [0] * len(specs)  # pages each group pins now (section 11)
 
     def _manager(self, s: GroupSpec) -> _Manager:
         if s.kind == "full":
@@ -168,9 +169,11 @@ class Coordinator:
         )
         if not step.ok:
             return False
-        for m, t in zip(self._managers, ts):
+        for g, (m, t) in enumerate(zip(self._managers, ts)):
+            before = self._pool.num_free
             ok = m._acquire(self._pool, t, n)
             assert ok, "a group acquire failed after the summed need was checked"
+            self._pinned[g] += before - self._pool.num_free
         return True
 
     def reclaim_expired(self, tables: Sequence[BlockTable], num_computed_tokens: int) -> int:
@@ -179,12 +182,25 @@ class Coordinator:
             m._validate_reclaim(self._pool, t, num_computed_tokens)
             for m, t in zip(self._managers, ts)
         ]
-        return sum(m._reclaim(self._pool, t, f) for m, t, f in zip(self._managers, ts, fs))
+        total = 0
+        for g, (m, t, f) in enumerate(zip(self._managers, ts, fs)):
+            back = m._reclaim(self._pool, t, f)
+            self._pinned[g] -= back
+            total += back
+        return total
 
     def free(self, tables: Sequence[BlockTable]) -> None:
         ts = self._check_tables(tables)
-        for m, t in zip(self._managers, ts):
+        for g, (m, t) in enumerate(zip(self._managers, ts)):
+            before = self._pool.num_free
             m._free(self._pool, t)
+            self._pinned[g] -= self._pool.num_free - before
+
+    def stats(self) -> dict[str, int | list[int]]:
+        """The pool's stats plus pinned_pages: the pages each group pins now."""
+        out: dict[str, int | list[int]] = dict(self._pool.stats())
+        out["pinned_pages"] = list(self._pinned)
+        return out
 
     # -- prefix caching (semantics section 8) ------------------------------------------
 
@@ -218,8 +234,13 @@ class Coordinator:
             for j in slots:
                 page = t.slots[j]
                 if page != 0 and not self._pool._is_cached(page):
-                    self._pool._set_name(page, (g, ks[(j + 1) * k - 1]))
+                    key = ks[(j + 1) * k - 1]
+                    new = self._pool._set_name(page, (g, key))
                     named += 1
+                    if new and self._pool._events_on:
+                        parent = ks[j * k - 1] if j > 0 else None
+                        self._pool._note_stored(g, j, key, parent)
+        self._pool._end_event_op()
         return named
 
     def _support(self, g: int, T: int, ks: list[bytes]) -> list[tuple[int, Name]] | None:
@@ -237,6 +258,14 @@ class Coordinator:
     def match_prefix(self, keys: Sequence[bytes]) -> PrefixMatch:
         """The greatest lcm-multiple boundary every group can resume from (read-only)."""
         ks = check_keys(keys)
+        match = self._match(ks)
+        counters = self._pool._counters
+        counters["match_calls"] += 1
+        counters["match_tokens_queried"] += len(ks) * self._base
+        counters["match_tokens_matched"] += match.num_tokens
+        return match
+
+    def _match(self, ks: list[bytes]) -> PrefixMatch:
         # Sliding and state support is not monotone in T: try every boundary from the top.
         # A claimed table may span at most INT32_MAX tokens (only all-W=1 layouts get there).
         top = min(len(ks) * self._base, INT32_MAX) // self._lcm * self._lcm
@@ -288,6 +317,7 @@ class Coordinator:
             b = len(mt._pages[g])
             for page in mt._pages[g]:
                 if page != 0:
+                    self._pinned[g] += self._pool.ref_count(page) == 0
                     self._pool._take_shared(page)
             t.slots = list(mt._pages[g])
             t.tail_available = 0

@@ -14,14 +14,41 @@ from .runs import drop_reference
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
 
+# An event (semantics section 11): (kind, tier, group, keys, parent, first_slot). "stored"
+# carries the keys of consecutive group slots from first_slot on, in chain order, and parent
+# the key of slot first_slot - 1 (None at slot 0); "removed" carries dropped names' keys
+# (parent and first_slot None). The device pool's tier is "GPU".
+Event = tuple[str, str, int, tuple[bytes, ...], "bytes | None", "int | None"]
+
+# The monotone counters of stats(), in order (README: Counters).
+COUNTERS = (
+    "pages_allocated",
+    "pages_released",
+    "pages_named",
+    "pages_evicted",
+    "names_stored",
+    "names_removed",
+    "match_calls",
+    "match_tokens_queried",
+    "match_tokens_matched",
+    "pages_claimed",
+    "pages_claimed_free",
+)
+
 
 class BlockPool:
     """Pages 0 .. num_blocks-1; page 0 is never allocated, freed, counted or cached."""
 
-    def __init__(self, num_blocks: int, retention: bool = True) -> None:
+    def __init__(self, num_blocks: int, retention: bool = True, events: bool = False) -> None:
         self._num_blocks = bounded("num_blocks", num_blocks, 1)
         if not isinstance(retention, bool):
             raise TypeError(f"retention must be a bool, got {type(retention).__name__}")
+        if not isinstance(events, bool):
+            raise TypeError(f"events must be a bool, got {type(events).__name__}")
+        self._counters = dict.fromkeys(COUNTERS, 0)
+        self._events_on = events
+        self._events: list[list[object]] = []  # [kind, group, keys, parent, first_slot, op]
+        self._op = 0  # events join only within one operation
         # retention=False keeps the earlier order (every freed page appended at the back).
         self._retention = retention
         # The queue is reversed(self._front) followed by self._queue: _front is a stack of
@@ -78,6 +105,59 @@ class BlockPool:
         """Named pages in the free queue: matchable until an allocation evicts them."""
         return sum(1 for p in self._name_of if self._ref[p] == 0)
 
+    @property
+    def num_names(self) -> int:
+        """Distinct names (group, key) the pool holds."""
+        return len(self._pages_named)
+
+    def stats(self) -> dict[str, int]:
+        """The monotone counters, then the gauges num_free .. num_names."""
+        out = dict(self._counters)
+        out["num_free"] = self.num_free
+        out["num_pinned"] = self.num_pinned
+        out["num_cached"] = self.num_cached
+        out["num_cached_free"] = self.num_cached_free
+        out["num_names"] = self.num_names
+        return out
+
+    def take_events(self) -> list[Event]:
+        """The queued events in order; the queue is empty afterwards."""
+        if not self._events_on:
+            raise ValueError("take_events: the pool was built with events=False")
+        out: list[Event] = []
+        for kind, group, keys, parent, first, _ in self._events:
+            assert isinstance(kind, str) and isinstance(group, int) and isinstance(keys, list)
+            assert parent is None or isinstance(parent, bytes)
+            assert first is None or isinstance(first, int)
+            out.append((kind, "GPU", group, tuple(keys), parent, first))
+        self._events.clear()
+        return out
+
+    def _note_stored(self, group: int, slot: int, key: bytes, parent: bytes | None) -> None:
+        """A name new to the pool; joins the last event if it continues its run."""
+        if self._events:
+            e = self._events[-1]
+            keys = e[2]
+            assert isinstance(keys, list)
+            if e[0] == "stored" and e[5] == self._op and e[1] == group and e[4] == slot - len(keys):
+                keys.append(key)
+                return
+        self._events.append(["stored", group, [key], parent, slot, self._op])
+
+    def _note_removed(self, group: int, key: bytes) -> None:
+        """A name the pool lost; joins the last event if the same allocation dropped it."""
+        if self._events:
+            e = self._events[-1]
+            keys = e[2]
+            assert isinstance(keys, list)
+            if e[0] == "removed" and e[5] == self._op and e[1] == group:
+                keys.append(key)
+                return
+        self._events.append(["removed", group, [key], None, None, self._op])
+
+    def _end_event_op(self) -> None:
+        self._op += 1
+
     def _allocate(self, k: int) -> list[int] | None:
         """The first k free pages, each with count 1; None (and nothing taken) if short."""
         if k > self.num_free:
@@ -85,15 +165,21 @@ class BlockPool:
         if k:
             self._version += 1
         pages = []
+        evicted = False
         for _ in range(k):
             if self._front:
                 page = self._front.pop()
             else:
                 page = next(iter(self._queue))
                 del self._queue[page]
-                self._drop_name(page)  # eviction: the oldest free page loses its name
+                # Eviction: the oldest free page loses its name.
+                if self._drop_name(page):
+                    evicted = True
             self._ref[page] = 1
             pages.append(page)
+        self._counters["pages_allocated"] += k
+        if evicted:
+            self._end_event_op()
         return pages
 
     def _release(self, pages: Sequence[int]) -> int:
@@ -109,6 +195,7 @@ class BlockPool:
                 else:
                     self._queue[page] = None  # named: matchable until evicted, oldest first
                 freed += 1
+        self._counters["pages_released"] += freed
         return freed
 
     def _is_cached(self, page: int) -> bool:
@@ -117,17 +204,30 @@ class BlockPool:
     def _name(self, page: int) -> Name | None:
         return self._name_of.get(page)
 
-    def _set_name(self, page: int, name: Name) -> None:
+    def _set_name(self, page: int, name: Name) -> bool:
+        """Names a page; True if the name is new to the pool."""
         self._name_of[page] = name
+        self._counters["pages_named"] += 1
+        new = name not in self._pages_named
+        if new:
+            self._counters["names_stored"] += 1
         self._pages_named.setdefault(name, []).append(page)
+        return new
 
-    def _drop_name(self, page: int) -> None:
+    def _drop_name(self, page: int) -> bool:
+        """Drops the page's name if it has one (eviction); True if it had one."""
         name = self._name_of.pop(page, None)
-        if name is not None:
-            pages = self._pages_named[name]
-            pages.remove(page)
-            if not pages:
-                del self._pages_named[name]
+        if name is None:
+            return False
+        self._counters["pages_evicted"] += 1
+        pages = self._pages_named[name]
+        pages.remove(page)
+        if not pages:
+            del self._pages_named[name]
+            self._counters["names_removed"] += 1
+            if self._events_on:
+                self._note_removed(name[0], name[1])
+        return True
 
     def _lookup(self, name: Name) -> int:
         """The earliest registered page in use with this name, else the earliest one; 0 if none."""
@@ -145,7 +245,9 @@ class BlockPool:
                 del self._queue[page]
             else:
                 self._front.remove(page)
+            self._counters["pages_claimed_free"] += 1
         self._ref[page] += 1
+        self._counters["pages_claimed"] += 1
 
     def __repr__(self) -> str:
         return f"BlockPool(num_blocks={self._num_blocks}, num_free={self.num_free})"

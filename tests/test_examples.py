@@ -34,9 +34,24 @@ def test_workload_benchmark_drains_with_the_same_figures_on_both_implementations
         )
         runpy.run_path(script, run_name="__main__")
     out = capsys.readouterr().out.splitlines()
-    rows = [line.split()[:9] for line in out if line.split()[:1] in (["300"], ["900"])]
+    pools = [line.split() for line in out if line.split()[:1] in (["300"], ["900"])]
+    rows = [r[:9] for r in pools if len(r) == 10]
+    counters = [r for r in pools if len(r) == 11]
     # Same workload, same decisions: both implementations print the same figures.
     assert len(rows) == 16
+    assert counters[:8] == counters[8:]
+    # pool, live tail, retention, hit rate of every match_prefix call, evicted pages, removed
+    # names, peak pinned pages of the full, sliding and conv groups (coordinator.stats()).
+    assert counters[:8] == [
+        ["300", "off", "off", "0.0%", "0", "0", "0", "/", "0", "/", "0"],
+        ["300", "off", "on", "0.0%", "0", "0", "0", "/", "0", "/", "0"],
+        ["300", "on", "off", "2.8%", "391", "391", "197", "/", "95", "/", "58"],
+        ["300", "on", "on", "2.8%", "370", "370", "197", "/", "95", "/", "58"],
+        ["900", "off", "off", "61.8%", "1234", "1234", "216", "/", "112", "/", "448"],
+        ["900", "off", "on", "61.8%", "1142", "1142", "216", "/", "112", "/", "448"],
+        ["900", "on", "off", "61.8%", "0", "0", "216", "/", "112", "/", "58"],
+        ["900", "on", "on", "61.8%", "0", "0", "216", "/", "112", "/", "58"],
+    ]
     assert rows[:8] == rows[8:]
     # pool, live tail, retention, steps, preempted, recomputed, hit rate, peak, rejected.
     assert rows[:8] == [

@@ -53,6 +53,7 @@ import numpy
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from . import events as counters_events
 from .machine_plan import PLAN_OPS, PlanRules, apply_plan_op, check_plan_op
 from .retention import check_release
 from .trace import Geometry, GroupGeometry, Op, make_trace, trace_geometry
@@ -341,7 +342,7 @@ class Side:
             m.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
             for g in geometry.groups
         ]
-        self.pool = m.BlockPool(geometry.num_blocks)
+        self.pool = m.BlockPool(geometry.num_blocks, events=True)
         self.coord = m.Coordinator(specs, self.pool)
         self.managers = list(self.coord.managers)
         # Another pool and coordinator over it: the target of foreign-pool abuses.
@@ -675,6 +676,7 @@ class Lockstep:
             before = side.state()
             facts: dict[str, Any] = {}
             outcome = self._apply(side, op, facts)
+            counters_events.observe(side, facts)  # compared by _agree like every fact
             steps.append(SideStep(side.label, outcome, before, side.state(), facts))
         # Each side's questions come from its own new state: a count at the int32 limit of
         # one side's table shape is past the limit of another's once the sides diverge, and
@@ -948,6 +950,7 @@ class Lockstep:
         vs.append(self._check_shape(st_.after))
         vs.append(self._check_live(side, st_.after))
         vs.append(self._check_queries(st_))
+        vs.append(Verdict("events", *counters_events.check(side)))
         return vs
 
     def _groups_of(self, op: Op) -> list[int]:

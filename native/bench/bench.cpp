@@ -277,6 +277,93 @@ void prefix_caching() {
   }
 }
 
+// Events on against events off, interleaved run by run so that machine noise hits both alike:
+// the hot paths (acquire, decode) and naming with eviction, which is where events are queued.
+void events_on_off() {
+  struct Row {
+    const char* name;
+    std::function<double(bool)> body;  // events on? -> ns per operation
+  };
+  auto coordinator_acquire = [](bool ev) {
+    BlockPool pool(int64_t{1} << 16, true, ev);
+    Coordinator c(three_groups(), pool);
+    constexpr size_t kReqs = 64;
+    std::vector<BlockTable> store(kReqs * 3);
+    auto t0 = Clock::now();
+    for (size_t q = 0; q < kReqs; ++q) {
+      BlockTable* ts[3] = {&store[q * 3], &store[q * 3 + 1], &store[q * 3 + 2]};
+      bool ok = c.acquire(ts, 8192);
+      keep(ok);
+    }
+    return ns_since(t0) / kReqs;
+  };
+  auto coordinator_decode = [](bool ev) {
+    BlockPool pool(int64_t{1} << 16, true, ev);
+    Coordinator c(three_groups(), pool);
+    BlockTable a, b, d;
+    BlockTable* ts[3] = {&a, &b, &d};
+    c.acquire(ts, 8192);
+    constexpr int kSteps = 2000;
+    auto t0 = Clock::now();
+    for (int i = 0; i < kSteps; ++i) {
+      const int64_t f = a.extent();
+      c.acquire(ts, 1);
+      c.reclaim_expired(ts, f);
+    }
+    return ns_since(t0) / kSteps;
+  };
+  auto manager_decode = [](bool ev) {
+    BlockPool pool(int64_t{1} << 16, true, ev);
+    SlidingWindowManager m(8, 12, 256);
+    BlockTable t;
+    m.acquire(pool, t, 8192);
+    constexpr int kSteps = 2000;
+    auto t0 = Clock::now();
+    for (int i = 0; i < kSteps; ++i) {
+      const int64_t f = t.extent();
+      m.acquire(pool, t, 1);
+      m.reclaim_expired(pool, t, f);
+    }
+    return ns_since(t0) / kSteps;
+  };
+  // Name a 8192-token request, free it, and acquire another that evicts those names (160
+  // stored keys and 160 removed keys per run when events are on); ns per run.
+  std::vector<uint32_t> tokens(8192);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<uint32_t>(i * 2654435761u);
+  std::vector<std::vector<Key>> chains;  // a new chain per run: fresh names
+  for (uint8_t r = 0; r < 16; ++r) chains.push_back(page_keys(tokens, 8, std::span(&r, 1)));
+  auto name_and_evict = [&chains](bool ev) {
+    BlockPool pool(161, true, ev);
+    Coordinator c(three_groups(), pool);
+    BlockTable a, b, d;
+    BlockTable* ts[3] = {&a, &b, &d};
+    double ns = 0;
+    for (const std::vector<Key>& keys : chains) {
+      auto t0 = Clock::now();
+      c.acquire(ts, 8192);
+      c.cache_full_blocks(ts, keys, 8192);
+      c.free(ts);
+      ns += ns_since(t0);
+      pool.clear_events();
+    }
+    return ns / 16;
+  };
+  const Row rows[] = {
+      {"three-group coordinator acquire 8192", coordinator_acquire},
+      {"three-group decode step (acquire 1 + reclaim)", coordinator_decode},
+      {"decode step live-tail (acquire 1 + reclaim)", manager_decode},
+      {"acquire + name 8192 tokens + free, evicting the previous names", name_and_evict},
+  };
+  std::printf("events off / on (interleaved runs, median):\n");
+  for (const Row& row : rows) {
+    std::vector<double> off, on;
+    row.body(false), row.body(true);  // warm-up
+    for (int r = 0; r < kRuns; ++r) off.push_back(row.body(false)), on.push_back(row.body(true));
+    const double a = median(off), b = median(on);
+    std::printf("  %-66s %9.1f / %9.1f ns (%+.1f%%)\n", row.name, a, b, 100.0 * (b - a) / a);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -402,6 +489,7 @@ int main() {
 
   step_plan();
   prefix_caching();
+  events_on_off();
 
   {  // a 100 000-step decode loop, live-tail group, one run
     BlockPool pool(kPoolPages);

@@ -20,6 +20,7 @@
 #include "livetail/pool.h"
 #include "livetail/prefix.h"
 #include "livetail/table.h"
+#include "stats.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -564,10 +565,10 @@ NB_MODULE(_core, m) {
                         "(retention=False: always the back, the earlier order).")
       .def(
           "__init__",
-          [](BlockPool* self, Count num_blocks, bool retention) {
-            new (self) BlockPool(as_count(num_blocks.obj, "num_blocks"), retention);
+          [](BlockPool* self, Count num_blocks, bool retention, bool events) {
+            new (self) BlockPool(as_count(num_blocks.obj, "num_blocks"), retention, events);
           },
-          "num_blocks"_a, "retention"_a = true)
+          "num_blocks"_a, "retention"_a = true, "events"_a = false)
       .def_prop_ro("retention", &BlockPool::retention)
       .def_prop_ro("num_blocks", &BlockPool::num_blocks)
       .def_prop_ro("num_free", &BlockPool::num_free, "Pages in the free queue.")
@@ -576,8 +577,10 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_cached", &BlockPool::num_cached,
                    "Pages that carry a prefix-cache name (in use or free).")
       .def_prop_ro("num_cached_free", &BlockPool::num_cached_free,
-                   "Named pages in the free queue: matchable until an allocation evicts them.\n"
-                   "O(named pages).")
+                   "Named pages in the free queue: matchable until an allocation evicts them.")
+      .def("stats", &py::pool_stats, "Counters and gauges by name (README: Counters). O(1).")
+      .def("take_events", &py::take_events,
+           "The queued events in order, emptying the queue (README: Events).")
       .def(
           "free_queue",
           [](const BlockPool& p) {
@@ -978,6 +981,8 @@ NB_MODULE(_core, m) {
             ts.keep_pools(c.pool_ref.ptr());
           },
           "tables"_a, "match"_a, kClaimDoc)
+      .def("stats", [](const PyCoordinator& c) { return py::coordinator_stats(c); },
+           "The pool's stats plus pinned_pages: the pages each group pins now.")
       .def("__repr__", [](const PyCoordinator& c) {
         std::string r = "Coordinator([";
         for (size_t i = 0; i < c.specs().size(); ++i)

@@ -67,6 +67,7 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool)
     if (lcm_ > geometry::INT32_MAX_TOKENS)
       fail("specs", "have page sizes whose lcm exceeds 2**31 - 1");
   }
+  pinned_.assign(specs_.size(), 0);
   managers_.reserve(specs_.size());
   for (const GroupSpec& s : specs_) {
     switch (s.kind) {
@@ -128,7 +129,11 @@ bool Coordinator::acquire(std::span<BlockTable* const> tables, int64_t num_token
   if (num_tokens == 0) return true;
   if (need > pool_->num_free()) return false;
   for (size_t i = 0; i < g; ++i) m[i].reserve_unchecked(*tables[i], num_tokens);  // may throw
-  for (size_t i = 0; i < g; ++i) m[i].acquire_unchecked(*pool_, *tables[i], num_tokens);
+  for (size_t i = 0; i < g; ++i) {
+    const int64_t before = pool_->num_free();
+    m[i].acquire_unchecked(*pool_, *tables[i], num_tokens);
+    pinned_[i] += before - pool_->num_free();
+  }
   return true;
 }
 
@@ -163,16 +168,23 @@ int64_t Coordinator::reclaim_expired(std::span<BlockTable* const> tables,
   for (size_t i = 0; i < managers_.size(); ++i)
     managers_[i].check_frontier(*tables[i], num_computed_tokens);
   int64_t reentered = 0;
-  for (size_t i = 0; i < managers_.size(); ++i)
-    reentered += managers_[i].reclaim_unchecked(*pool_, *tables[i], num_computed_tokens);
+  for (size_t i = 0; i < managers_.size(); ++i) {
+    const int64_t r = managers_[i].reclaim_unchecked(*pool_, *tables[i], num_computed_tokens);
+    pinned_[i] -= r;
+    reentered += r;
+  }
   return reentered;
 }
 
 int64_t Coordinator::free(std::span<BlockTable* const> tables) {
   check_tables(tables);
   int64_t reentered = 0;
-  for (size_t i = 0; i < managers_.size(); ++i)
-    if (tables[i]->is_bound()) reentered += managers_[i].free_unchecked(*pool_, *tables[i]);
+  for (size_t i = 0; i < managers_.size(); ++i) {
+    if (!tables[i]->is_bound()) continue;
+    const int64_t r = managers_[i].free_unchecked(*pool_, *tables[i]);
+    pinned_[i] -= r;
+    reentered += r;
+  }
   return reentered;
 }
 
@@ -213,8 +225,16 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
     for (size_t k = 0; k < g; ++k) need += m[k].needed_unchecked(*ts[k], 1);
     if (need > pool_->num_free()) break;
     const int64_t f = num_computed_tokens[static_cast<size_t>(res.stepped)];
-    for (size_t k = 0; k < g; ++k) m[k].acquire_unchecked(*pool_, *ts[k], 1);
-    for (size_t k = 0; k < g; ++k) res.reclaimed += m[k].reclaim_unchecked(*pool_, *ts[k], f);
+    for (size_t k = 0; k < g; ++k) {
+      const int64_t before = pool_->num_free();
+      m[k].acquire_unchecked(*pool_, *ts[k], 1);
+      pinned_[k] += before - pool_->num_free();
+    }
+    for (size_t k = 0; k < g; ++k) {
+      const int64_t r = m[k].reclaim_unchecked(*pool_, *ts[k], f);
+      pinned_[k] -= r;
+      res.reclaimed += r;
+    }
   }
   return res;
 }
@@ -255,9 +275,16 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
     const int64_t covered = std::min(num_tokens / B, nkeys / k);
     const int32_t* s = t.slots_.data();
     const auto group = static_cast<int32_t>(i);
+    const bool events = pool_->events_enabled();
     auto name = [&](int64_t j) {
       const int32_t p = s[j];
-      if (p != 0) named += pool_->set_name(p, group, keys[static_cast<size_t>((j + 1) * k - 1)]);
+      if (p == 0) return;
+      const Key& key = keys[static_cast<size_t>((j + 1) * k - 1)];
+      const int r = pool_->set_name(p, group, key);
+      named += r != 0;
+      // A name new to the pool is a stored event; its parent is the previous slot's key.
+      if (r == 2 && events)
+        pool_->note_stored(group, j, key, j > 0 ? &keys[static_cast<size_t>(j * k - 1)] : nullptr);
     };
     if (managers_[i].kind() == GroupKind::state) {
       // Only the slot ending exactly at num_tokens holds a usable state snapshot.
@@ -276,6 +303,7 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
       t.named_upto_ = std::max(t.named_upto_, covered);
     }
   }
+  pool_->end_event_op();
   return named;
 }
 
@@ -322,6 +350,10 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   PrefixMatch out;
   out.coordinator_ = id_;
   out.num_tokens_ = t * lcm_;
+  BlockPool::Stats& st = pool_->stats_;
+  ++st.match_calls;
+  st.match_tokens_queried += static_cast<int64_t>(keys.size()) * base_;
+  st.match_tokens_matched += out.num_tokens_;
   out.begin_.resize(g + 1);
   int64_t slots = 0, real = 0;
   for (size_t i = 0; i < g; ++i) {
@@ -389,7 +421,10 @@ void Coordinator::claim(std::span<BlockTable* const> tables, const PrefixMatch& 
     t.pool_ = pool_;
     t.block_size_ = managers_[i].block_size();
   }
-  for (const PrefixMatch::Named& p : match.named_) pool_->take_shared(p.page);
+  for (const PrefixMatch::Named& p : match.named_) {
+    pinned_[static_cast<size_t>(p.group)] += pool_->ref_[p.page] == 0;
+    pool_->take_shared(p.page);
+  }
 }
 
 }  // namespace livetail

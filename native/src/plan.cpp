@@ -114,12 +114,16 @@ void Coordinator::apply_step(StepPlan& plan) {
   for (size_t req = plan.tokens_.size(); req-- > k;)
     for (size_t j = 0; j < g; ++j) {
       BlockTable& t = *plan.tables_[req * g + j];
-      if (t.is_bound()) m[j].free_unchecked(*pool_, t);
+      if (t.is_bound()) pinned_[j] -= m[j].free_unchecked(*pool_, t);
     }
   for (size_t req = 0; req < k; ++req) {
     const int64_t n = plan.tokens_[req];
     if (n == 0) continue;  // binds nothing, as acquire(tables, 0)
-    for (size_t j = 0; j < g; ++j) m[j].acquire_unchecked(*pool_, *plan.tables_[req * g + j], n);
+    for (size_t j = 0; j < g; ++j) {
+      const int64_t before = pool_->num_free();
+      m[j].acquire_unchecked(*pool_, *plan.tables_[req * g + j], n);
+      pinned_[j] += before - pool_->num_free();
+    }
   }
 }
 

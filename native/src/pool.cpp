@@ -9,8 +9,8 @@
 
 namespace livetail {
 
-BlockPool::BlockPool(int64_t num_blocks, bool retention)
-    : num_blocks_(num_blocks), num_free_(0), fresh_(1), retention_(retention) {
+BlockPool::BlockPool(int64_t num_blocks, bool retention, bool events)
+    : num_blocks_(num_blocks), num_free_(0), fresh_(1), retention_(retention), events_on_(events) {
   if (num_blocks < 1 || num_blocks > geometry::INT32_MAX_TOKENS)
     throw std::invalid_argument("num_blocks must be in [1, 2**31 - 1], got " +
                                 std::to_string(num_blocks));
@@ -94,16 +94,6 @@ inline size_t slot_home(uint64_t v, size_t mask) noexcept { return (v >> 32) & m
 
 }  // namespace
 
-int64_t BlockPool::num_cached_free() const noexcept {
-  int64_t n = 0;
-  for (size_t r = 1; r < recs_.size(); ++r) {
-    if (recs_[r].group < 0) continue;
-    for (int32_t p = recs_[r].head; p != 0; p = page_name_[static_cast<size_t>(p)].next)
-      n += ref_[p] == 0;
-  }
-  return n;
-}
-
 // The slot of (group, key) in the name table, or the empty slot where it would go.
 size_t BlockPool::probe(int32_t group, const Key& key, uint64_t h) const noexcept {
   const size_t mask = name_table_.size() - 1;
@@ -166,9 +156,10 @@ void BlockPool::reserve_names(int64_t extra) {
   if (recs_.empty()) recs_.push_back(NameRec{{}, -1, 0, 0});
 }
 
-bool BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
+int BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
   PageName& pn = page_name_[static_cast<size_t>(page)];
-  if (pn.rec != 0) return false;  // a page named once keeps its name
+  if (pn.rec != 0) return 0;  // a page named once keeps its name
+  int result = 1;
   const uint64_t h = name_hash(group, key);
   const size_t slot = probe(group, key, h);
   int32_t rec = slot_rec(name_table_[slot]);
@@ -183,6 +174,8 @@ bool BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
     recs_[static_cast<size_t>(rec)] = NameRec{key, group, 0, 0};
     name_table_[slot] = slot_value(h, rec);
     ++num_names_;
+    ++stats_.names_stored;
+    result = 2;
   }
   NameRec& r = recs_[static_cast<size_t>(rec)];
   pn = PageName{rec, 0, r.tail};  // registration order: append
@@ -192,7 +185,8 @@ bool BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
     r.head = page;
   r.tail = page;
   ++num_named_;
-  return true;
+  ++stats_.pages_named;
+  return result;
 }
 
 size_t BlockPool::name_slot(int32_t rec) const noexcept {
@@ -203,8 +197,10 @@ size_t BlockPool::name_slot(int32_t rec) const noexcept {
   return i;
 }
 
-void BlockPool::drop_name(int32_t page) noexcept {
+void BlockPool::drop_name(int32_t page) {
   PageName& pn = page_name_[static_cast<size_t>(page)];
+  --named_free_;  // the page was queued
+  ++stats_.pages_evicted;
   const int32_t rec = pn.rec;
   NameRec& r = recs_[static_cast<size_t>(rec)];
   if (pn.prev != 0)
@@ -218,6 +214,8 @@ void BlockPool::drop_name(int32_t page) noexcept {
   pn = PageName{0, 0, 0};
   --num_named_;
   if (r.head != 0) return;
+  ++stats_.names_removed;
+  if (events_on_) note_removed(r.group, r.key);
   // The name's last page: remove the name, shifting later entries of its probe run back.
   const size_t mask = name_table_.size() - 1;
   size_t hole = name_slot(rec);
@@ -233,6 +231,37 @@ void BlockPool::drop_name(int32_t page) noexcept {
   r.head = unused_rec_;
   unused_rec_ = rec;
   --num_names_;
+}
+
+void BlockPool::note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent) {
+  if (!events_.empty() && last_event_op_ == event_op_) {
+    Event& e = events_.back();
+    if (e.kind == EventKind::stored && e.group == group &&
+        e.first_slot + static_cast<int64_t>(e.key_count) == slot) {
+      event_keys_.push_back(key);  // a run of consecutive slots: one event, chain order
+      ++e.key_count;
+      return;
+    }
+  }
+  Event e{EventKind::stored, group, slot, parent != nullptr, {}, event_keys_.size(), 1};
+  if (parent != nullptr) e.parent = *parent;
+  event_keys_.push_back(key);
+  events_.push_back(e);
+  last_event_op_ = event_op_;
+}
+
+void BlockPool::note_removed(int32_t group, const Key& key) {
+  if (!events_.empty() && last_event_op_ == event_op_) {
+    Event& e = events_.back();
+    if (e.kind == EventKind::removed && e.group == group) {
+      event_keys_.push_back(key);  // evicted by the same allocation, in eviction order
+      ++e.key_count;
+      return;
+    }
+  }
+  events_.push_back(Event{EventKind::removed, group, -1, false, {}, event_keys_.size(), 1});
+  event_keys_.push_back(key);
+  last_event_op_ = event_op_;
 }
 
 }  // namespace livetail

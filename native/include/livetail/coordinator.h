@@ -97,6 +97,9 @@ class Coordinator {
   // (nothing changed) as blocks_consumed_by_claim does, and for tables that are not fresh.
   void claim(std::span<BlockTable* const> tables, const PrefixMatch& match);
 
+  // Pages group g pins now (taken by its acquires and claims, not yet back in the queue). O(1).
+  int64_t pinned_pages(int64_t g) const noexcept { return pinned_[static_cast<size_t>(g)]; }
+
   // --- step planning (semantics section 9; defined in plan.cpp) ---------------------------
   // Read-only. `tables`: R * num_groups() tables, request-major, in priority order (highest
   // first), all pairwise distinct, each unbound or bound to this pool; num_tokens[r] the
@@ -120,6 +123,7 @@ class Coordinator {
 
   std::vector<GroupSpec> specs_;
   std::vector<Manager> managers_;
+  std::vector<int64_t> pinned_;  // per group
   BlockPool* pool_;
   int64_t base_ = 0;
   int64_t lcm_ = 0;

@@ -18,7 +18,8 @@ class BlockPool {
  public:
   // Throws std::invalid_argument unless 1 <= num_blocks <= 2**31 - 1. retention = false keeps
   // the earlier order: every freed page joins the back, named or not.
-  explicit BlockPool(int64_t num_blocks, bool retention = true);
+  // events: queue stored/removed events for take_events() (off: no event work at all).
+  explicit BlockPool(int64_t num_blocks, bool retention = true, bool events = false);
   BlockPool(const BlockPool&) = delete;  // tables point at their pool
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -55,8 +56,44 @@ class BlockPool {
   // matchable in the queue) and is dropped when an allocation pops the page (eviction).
   // Pages that carry a name, in use or free. O(1).
   int64_t num_cached() const noexcept { return num_named_; }
-  // Named pages in the free queue. O(named pages): a diagnostic, not for the hot path.
-  int64_t num_cached_free() const noexcept;
+  // Named pages in the free queue. O(1): a counter kept by every queue change.
+  int64_t num_cached_free() const noexcept { return named_free_; }
+  // Distinct names (group, key) the pool holds. O(1).
+  int64_t num_names() const noexcept { return num_names_; }
+
+  // Monotone counters (semantics section 11), all O(1) to read.
+  struct Stats {
+    int64_t pages_allocated = 0;     // pages taken from the free queue by allocations
+    int64_t pages_released = 0;      // pages that re-entered the free queue
+    int64_t pages_named = 0;         // pages given a name (cache_full_blocks)
+    int64_t pages_evicted = 0;       // named free pages an allocation took (name dropped)
+    int64_t names_stored = 0;        // names new to the pool (keys of stored events)
+    int64_t names_removed = 0;       // names the pool lost (keys of removed events)
+    int64_t match_calls = 0;         // match_prefix calls
+    int64_t match_tokens_queried = 0;  // len(keys) * base summed over match_prefix calls
+    int64_t match_tokens_matched = 0;  // num_tokens summed over match_prefix calls
+    int64_t pages_claimed = 0;       // references claims took on matched real pages
+    int64_t pages_claimed_free = 0;  // of those, pages a claim took out of the free queue
+  };
+  const Stats& stats() const noexcept { return stats_; }
+
+  // Events (semantics section 11), queued in order when the pool was built with events on.
+  enum class EventKind : uint8_t { stored, removed };
+  struct Event {
+    EventKind kind;
+    int32_t group;
+    int64_t first_slot;  // stored: the group slot of keys[0]; removed: -1
+    bool has_parent;     // stored: the key of slot first_slot - 1 is `parent`
+    Key parent;
+    size_t key_begin, key_count;  // into event_keys()
+  };
+  bool events_enabled() const noexcept { return events_on_; }
+  const std::vector<Event>& events() const noexcept { return events_; }
+  const std::vector<Key>& event_keys() const noexcept { return event_keys_; }
+  void clear_events() noexcept {
+    events_.clear();
+    event_keys_.clear();
+  }
   bool is_cached(int64_t page) const noexcept {
     return page >= 0 && static_cast<size_t>(page) < page_name_.size() &&
            page_name_[static_cast<size_t>(page)].rec != 0;
@@ -93,10 +130,17 @@ class BlockPool {
   // Makes the next `extra` set_name calls allocation-free (may throw std::bad_alloc; changes
   // nothing observable).
   void reserve_names(int64_t extra);
-  // Names a page in use that has no name yet (false, nothing done, if it has one).
-  bool set_name(int32_t page, int32_t group, const Key& key) noexcept;
-  // Drops a named page's name (eviction).
-  void drop_name(int32_t page) noexcept;
+  // Names a page in use that has no name yet: 0 if it has one (nothing done), 1 if named
+  // under a name the pool already holds, 2 if the name is new to the pool.
+  int set_name(int32_t page, int32_t group, const Key& key) noexcept;
+  // Drops the name of a named page the queue just gave up (eviction).
+  void drop_name(int32_t page);
+  // Event queue: a stored key for group slot `slot` (parent: the key of slot - 1, or null),
+  // joined to the previous event when it continues its run within the same operation.
+  void note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent);
+  void note_removed(int32_t group, const Key& key);
+  // Ends an operation: later events never join an earlier operation's event.
+  void end_event_op() noexcept { ++event_op_; }
   // One more reference to a real page; a queued one leaves the queue wherever it is.
   void take_shared(int32_t page) noexcept {
     if (ref_[page] == 0) {  // queued, and in a list: the page was allocated before
@@ -104,7 +148,10 @@ class BlockPool {
       link_[l.prev].next = l.next;
       link_[l.next].prev = l.prev;
       --num_free_;
+      ++stats_.pages_claimed_free;
+      if (is_cached(page)) --named_free_;
     }
+    ++stats_.pages_claimed;
     ++ref_[page];
     ++version_;
   }
@@ -136,6 +183,14 @@ class BlockPool {
   std::vector<PageName> page_name_;   // indexed by page; covers every page ever named
   int64_t num_names_ = 0;             // distinct names
   int64_t num_named_ = 0;             // named pages
+  int64_t named_free_ = 0;            // named pages in the queue
+
+  Stats stats_;
+  bool events_on_;
+  uint64_t event_op_ = 0;             // operation counter: events join only within one
+  uint64_t last_event_op_ = ~uint64_t{0};
+  std::vector<Event> events_;
+  std::vector<Key> event_keys_;
 };
 
 // A run of pops from the queue's front with the queue state held in locals: the callers
@@ -165,8 +220,10 @@ class BlockPool::Taker {
       p = head_;
       head_ = link_[p].next;
       // Eviction: the oldest free page loses its name (no name lookups when none exist).
-      if (names_ != nullptr && p < names_end_ && names_[p].rec != 0) [[unlikely]]
+      if (names_ != nullptr && p < names_end_ && names_[p].rec != 0) [[unlikely]] {
         pool_.drop_name(p);
+        evicted_ = 1;
+      }
     }
     ref_[p] = 1;
     ++taken_;
@@ -180,6 +237,8 @@ class BlockPool::Taker {
     pool_.link_[0].next = head_;
     pool_.link_[head_].prev = 0;  // head_ == 0 (queue emptied) resets the tail to the sentinel too
     pool_.num_free_ -= taken_;
+    pool_.stats_.pages_allocated += taken_;
+    pool_.event_op_ += evicted_;  // an allocation that evicted ends its removed events' run
     pool_.version_ += taken_ != 0;
     return taken_;
   }
@@ -193,6 +252,7 @@ class BlockPool::Taker {
   int64_t end_, fresh_;
   int32_t front_, head_;
   int64_t taken_ = 0;
+  uint64_t evicted_ = 0;
 };
 
 // A run of releases (retention rule: unnamed pages onto the queue's front, named ones onto
@@ -223,6 +283,7 @@ class BlockPool::Releaser {
       link_[page] = {0, tail_};
       tail_ = page;
     }
+    named_released_ += named;
     ++released_;
     return true;
   }
@@ -230,6 +291,8 @@ class BlockPool::Releaser {
     pool_.link_[sentinel_].next = front_;
     pool_.link_[0].prev = tail_;
     pool_.num_free_ += released_;
+    pool_.named_free_ += named_released_;
+    pool_.stats_.pages_released += released_;
     pool_.version_ += changed_;
     return released_;
   }
@@ -244,6 +307,7 @@ class BlockPool::Releaser {
   bool retention_;
   bool changed_ = false;
   int64_t released_ = 0;
+  int64_t named_released_ = 0;
 };
 
 inline void BlockPool::take(int64_t k, int32_t* out) noexcept {
