@@ -243,6 +243,7 @@ def routed(p: Prover) -> None:
     wrap inside the documented limits; the one exception (a page shared by 2^31-1 tables)
     is named.""",
     cost=9,
+    rlimit=31_000_000,
 )
 def native_hot_paths(p: Prover) -> None:
     routed(p)
