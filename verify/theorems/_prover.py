@@ -52,19 +52,13 @@ def rlimit_count() -> int:
     return int(z3.Solver().statistics().get_key_value("rlimit count"))
 
 
-NLSAT_CONFLICTS = 20_000
-"""Conflicts of the nlsat attempt (it stands where Z3's strategy gives nlsat 3 s)."""
-
-
 def solver() -> z3.Solver:
-    """Z3's ``qfnia`` strategy with its wall-clock limits replaced by counted ones.
+    """Z3's ``qfnia`` strategy without its wall-clock ``try_for`` attempts.
 
-    The same preamble, then a bit-blasting attempt (64-bit, 500 SAT conflicts), then nlsat
-    bounded by ``NLSAT_CONFLICTS`` conflicts instead of 3 s (both find models of nonlinear
-    problems fast), then the SMT core with no limit but the caller's rlimit.  The timed
-    2 s SMT attempt is left out.  (The SMT core alone, ``z3.SimpleSolver``, also repeats
-    its counts, but finds some of the wrong variants' counterexamples only after many
-    minutes, and so does this strategy without nlsat.)
+    The same preamble, then a bounded bit-blasting attempt (64-bit, 500 SAT conflicts; it
+    finds models of nonlinear problems fast), then the SMT core with no limit but the
+    caller's rlimit.  (The SMT core alone, ``z3.SimpleSolver``, also repeats its counts but
+    finds some nonlinear counterexamples only after many minutes.)
     """
     preamble = z3.Then(
         "simplify",
@@ -91,13 +85,8 @@ def solver() -> z3.Solver:
         z3.OrElse(blast, "skip"),
         "fail-if-undecided",
     )
-    nlsat = z3.Then(
-        z3.With("simplify", som=True),
-        z3.With("qfnra-nlsat", max_conflicts=NLSAT_CONFLICTS),
-        "fail-if-undecided",
-    )
     smt = z3.Then(z3.With("simplify", som=True), "smt")
-    return z3.Then(preamble, z3.OrElse(bit_blasting, nlsat, smt)).solver()
+    return z3.Then(preamble, z3.OrElse(bit_blasting, smt)).solver()
 
 
 class StepFailed(Exception):
