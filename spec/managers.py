@@ -102,6 +102,11 @@ class _Manager:
             if (table.slots[s] != 0) != bool(runs.slot_real(state, s, g)):
                 raise AssertionError(f"slot {s} disagrees with the table's runs {state}")
 
+    def _check_released(self, band: runs.TableState, lo: int, hi: int, n: int) -> None:
+        """A reclaim of [lo, hi) released exactly the real pages the run description has there."""
+        if n != sum(runs.real_pages_in(band, lo, hi, self._group())):
+            raise AssertionError(f"reclaim released {n} pages, its runs say otherwise")
+
     def acquire(self, pool: BlockPool, table: BlockTable, num_tokens: int) -> bool:
         """Extend the table by num_tokens; all-or-nothing on the pool."""
         n = self._validate_acquire(pool, table, num_tokens)
@@ -187,8 +192,7 @@ class _Manager:
                 table.slots[s] = 0
         band = self._state(table)
         table.reclaim_floor = runs.floor_after(table.reclaim_floor, b)
-        if len(released) != sum(runs.real_pages_in(band, lo, hi, self._group())):
-            raise AssertionError(f"reclaim released {len(released)} pages, its runs say otherwise")
+        self._check_released(band, lo, hi, len(released))
         self._check_runs(table, lo, max(hi, table.reclaim_floor))
         return pool._release(released)
 

@@ -346,7 +346,8 @@ class Side:
         self.coord = m.Coordinator(specs, self.pool)
         self.managers = list(self.coord.managers)
         # Another pool and coordinator over it: the target of foreign-pool abuses.
-        self.other_pool = m.BlockPool(geometry.num_blocks)
+        # Room for one page per group, so a one-token acquire there always binds a table.
+        self.other_pool = m.BlockPool(max(geometry.num_blocks, len(geometry.groups) + 1))
         self.other_coord = m.Coordinator(specs, self.other_pool)
         self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
         # Read the pool's name counts (set by Lockstep when every side has section 8).

@@ -76,6 +76,8 @@ def apply_plan_op(world: Any, side: Any, op: dict[str, Any], facts: dict[str, An
     if bad == 3:
         requests = [(side.other_coord.new_tables(), 1)]
     plan, err, msg = _attempt(coord.plan_step, requests)
+    if bad == 2:
+        side.other_coord.free(foreign)  # the other pool stays free for the next abuse
     if err is not None:
         return Outcome(error=err, message=msg)
     figures = _fields(plan)

@@ -261,7 +261,6 @@ def combined_charge_under_counts(p: Prover) -> None:
     live tail (A = m*B) and for A = 0 with any W, which covers full and state groups.""",
     """The pages an engine holds back for the decode step are exactly what that step takes,
     never a negative number (which would release pages it does not have).""",
-    kills=("combined-charge",),
     trace=lambda v, f, var: _charge_traces(v, f, var, "decode-reserve-exact"),
 )
 def decode_reserve_exact(p: Prover) -> None:
