@@ -180,7 +180,7 @@ def _acquire_traces(
     (new_slots, tail_after); a failure changes neither the pool nor the table.""",
     """acquire is all-or-nothing and takes what blocks_needed_for promised: an engine that
     checks the count first never sees a half-allocated table.""",
-    kills=("acquire-before-check", "live-off-by-one"),
+    kills=("acquire-before-check",),
     bounded=True,
     trace=_acquire_traces,
 )
@@ -282,7 +282,7 @@ def _sequential_traces(
     never exceed the charge.""",
     """The executable acquire and reclaim agree with the closed-form admission charge, with
     reclaims interleaved the way an engine does them.""",
-    kills=("combined-charge", "live-off-by-one"),
+    kills=("combined-charge",),
     bounded=True,
     cost=3,
     trace=_sequential_traces,
@@ -594,7 +594,6 @@ def _coordinator_traces(
     the pool.""",
     """Admission for a multi-group request is one comparison: summed need against free
     pages; a coordinator acquire never leaves some groups grown and others not.""",
-    kills=("live-off-by-one",),
     bounded=True,
     trace=_coordinator_traces,
 )

@@ -831,7 +831,7 @@ def _charge_case(
     blocks_consumed_by_claim(match) plus blocks_needed_for_sequential on fresh tables for
     the rest of the chunk and the decode reserve; that is exactly what the claim and the
     acquires will take.""",
-    kills=("combined-charge", "live-off-by-one"),
+    kills=("combined-charge",),
     bounded=True,
     cost=2,
     trace=_trace_builder("hit-admission-exact-bounded"),
