@@ -406,6 +406,7 @@ def shift_invariance(p: Prover) -> None:
         "blocks_needed(j*m + s, tail, n) = blocks_needed(s, tail, n)",
         needed(g, j * m + s, t, n) == needed(g, s, t, n),
         [*hyps, needed_shift(j * m, j * m + s, s, t, n)],
+        opaque=[needed(g, j * m + s, t, n), needed(g, s, t, n)],
     )
     S1, T1 = after(g, j * m + s, t, a)
     s1, t1 = after(g, s, t, a)
