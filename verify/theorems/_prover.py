@@ -107,9 +107,12 @@ class Query:
         r = s.check()
         used = _context_count(ctx) - before
         _SPENT[0] += used
-        self.rlimit = max(1, self.rlimit - used)
         self._model = s.model().translate(z3.main_ctx()) if r == z3.sat else None
         self._reason = str(s.reason_unknown()) if r == z3.unknown else ""
+        if r == z3.unknown and used >= self.rlimit:
+            # Z3 reports a spent rlimit inside a tactic as "canceled".
+            self._reason = f"resource limit of {self.rlimit} units reached ({self._reason})"
+        self.rlimit = max(1, self.rlimit - used)
         return {"sat": z3.sat, "unsat": z3.unsat}.get(str(r), z3.unknown)
 
     def model(self) -> z3.ModelRef:
@@ -513,7 +516,9 @@ def antecedents(claim: Any) -> list[Any]:
 
 def abstract(claim: Any, hyps: Sequence[Any], terms: Sequence[Any]) -> tuple[Any, list[Any]]:
     """Replace each of ``terms`` by a fresh constant of its sort in ``claim`` and ``hyps``."""
-    pairs = [(t, z3.FreshConst(t.sort(), "opaque")) for t in terms]
+    # Named by position, not z3.FreshConst: a process-wide counter would make the query's
+    # text, and so Z3's search, depend on what ran before it.
+    pairs = [(t, z3.Const(f"opaque_{i}", t.sort())) for i, t in enumerate(terms)]
     return z3.substitute(claim, *pairs), [z3.substitute(h, *pairs) for h in hyps]
 
 
