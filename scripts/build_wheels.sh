@@ -48,7 +48,7 @@ for py in "${pythons[@]}"; do
   # includes <cstdio> for them.
   CC="$work/bin/zig-cc" CXX="$work/bin/zig-c++" CXXFLAGS="-include cstdio" \
     "$py" -m pip wheel --quiet --no-deps . -w "$work/raw" \
-    -Cbuild-dir="build/zig-{wheel_tag}"
+    --config-settings=build-dir="build/zig-{wheel_tag}"
 done
 
 echo "== auditwheel repair --plat $plat"

@@ -109,11 +109,9 @@ def test_verify_mutants_passes_when_every_variant_is_killed(tmp_path: Path) -> N
             "reclaim-exact-with-shared-pages",
         ]
     )
-    # --timeout is a hang guard: a counterexample under a variant can take a loaded machine
-    # a minute.
-    code, report = _verify(
-        tmp_path, "--only", only, "--mutants", "--examples", "0", "--timeout", "180"
-    )
+    # No --timeout: the default wall-clock guard only ends a hung process; every theorem's
+    # work is bounded by its rlimit budget, whatever the machine's load.
+    code, report = _verify(tmp_path, "--only", only, "--mutants", "--examples", "0")
     assert code == cli.EXIT_OK, report.get("mutants")
     m = report["mutants"]
     assert m["ok"] is True
