@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from livetail.spec import geometry as geo
 from livetail.spec import runs
-from livetail.verify.theorems import THEOREMS
+from livetail.verify.theorems import THEOREMS, run_theorem
 from livetail.verify.theorems._prover import Prover, StepFailed, uninterpreted
 
 LIVE = "[live-tail sliding (A = m*B)]"
@@ -116,3 +116,49 @@ def test_definitional_step_still_proves_and_its_theorem_says_so(
     results = _results_with_unknown(theorem, target)
     assert results.get(step) == "proved", sorted(results)
     assert "efinitional" in THEOREMS[theorem].statement
+
+
+def _needed_one_more(
+    slots: Any, tail: Any, n: Any, W: Any, B: Any, A: Any, ar: Any = geo.INT
+) -> Any:
+    """Wrong: blocks_needed_for charges one page more whenever the acquire adds slots."""
+    right = _REAL["blocks_needed"]
+    return ar.cond(n > tail, lambda: right(slots, tail, n, W, B, A, ar) + 1, lambda: 0)
+
+
+def _sequential_one_less(
+    slots: Any, tail: Any, first: Any, extra: Any, W: Any, B: Any, A: Any, ar: Any = geo.INT
+) -> Any:
+    """Wrong: the sequential charge is one page short."""
+    return _REAL["blocks_needed_sequential"](slots, tail, first, extra, W, B, A, ar) - 1
+
+
+_REAL = {f: getattr(geo, f) for f in ("blocks_needed", "blocks_needed_sequential")}
+
+
+@pytest.mark.parametrize(
+    "theorem,attribute,wrong,step",
+    [
+        (
+            "coordinator-acquire-all-or-nothing",
+            "blocks_needed",
+            _needed_one_more,
+            ABOUT[1][2],
+        ),
+        (
+            "admission-promise",
+            "blocks_needed_sequential",
+            _sequential_one_less,
+            "[full] lemma: when the charge fits, the executed acquire(first) then acquire(extra)"
+            " succeed and take exactly the charge",
+        ),
+    ],
+    ids=["coordinator-acquire-all-or-nothing", "admission-promise"],
+)
+def test_restated_theorem_rejects_a_wrong_closed_form_with_a_counterexample(
+    monkeypatch: pytest.MonkeyPatch, theorem: str, attribute: str, wrong: Any, step: str
+) -> None:
+    monkeypatch.setattr(geo, attribute, wrong)
+    r = run_theorem(theorem)
+    assert r["verdict"] == "counterexample", (r["verdict"], r["message"])
+    assert r["message"] == f"{step}: counterexample"
