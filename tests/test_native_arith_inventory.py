@@ -164,21 +164,12 @@ def _geometry_calls(text: str) -> set[str]:
     return set(re.findall(r"geometry::(\w+)\s*\(", text))
 
 
-STALE = pytest.mark.xfail(
-    strict=False,
-    reason="inventory not yet re-extracted after the retention lists and counters in pool.h "
-    "and the counters in coordinator.cpp; open work of the native range-proof coverage",
-)
-
-
-@STALE
 @pytest.mark.parametrize("site", SITES, ids=lambda s: f"{s.function}:{s.code}")
 def test_site_text_is_verbatim_in_its_hot_path_function(site: object) -> None:
     assert (site.file, site.function) in HOT_FUNCTIONS  # type: ignore[attr-defined]
     assert _norm(site.code) in _norm(body(site.file, site.function))  # type: ignore[attr-defined]
 
 
-@STALE
 @pytest.mark.parametrize("path,function", HOT_FUNCTIONS)
 def test_every_arithmetic_operator_of_a_hot_path_is_a_proved_site(path: str, function: str) -> None:
     codes = sorted(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from livetail.spec import geometry as geo
+from livetail.spec import runs
 from livetail.spec.coordinator import Coordinator
 from livetail.spec.geometry import Arith, Num
 from livetail.spec.pool import BlockPool
@@ -200,6 +201,22 @@ def _one_resume_page_fewer(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = g
     )
 
 
+def _run_real_one_resume_page_fewer(
+    run: runs.Run, s: Num, g: runs.Group, ar: Arith = geo.INT
+) -> Num:
+    """Wrong placement, through the run description: R - 1 resume pages per aligned block."""
+    return _one_resume_page_fewer(s, run.frontier, g.W, g.B, g.A, ar)
+
+
+def _real_in_one_resume_page_fewer(
+    run: runs.Run, lo: int, hi: int, g: runs.Group, ar: Arith = geo.INT
+) -> int:
+    """The run's real slots in [lo, hi) under that wrong placement, counted slot by slot."""
+    a = min(max(lo, run.first), run.end)
+    e = min(max(hi, a), run.end)
+    return sum(1 for s in range(a, e) if _run_real_one_resume_page_fewer(run, s, g))
+
+
 def _state_named_at_every_page(self: Coordinator, tables: Any, keys: Any, num_tokens: int) -> int:
     """Wrong: a state group names every full page, not only the one ending at num_tokens."""
     named = int(_cache(self, tables, keys, num_tokens))
@@ -253,16 +270,13 @@ def test_hit_admission_rejects_a_consumed_count_that_includes_pages_in_use(
     assert "blocks_consumed_by_claim said" in r["values"]["problem"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a `live` that disagrees with the run description now makes the concrete spec's "
-    "run check raise before the search can report the lost hit (open: restate the mutation "
-    "through spec/runs.py)",
-)
 def test_never_costs_a_hit_rejects_live_tail_that_drops_a_resume_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(geo, "live", _one_resume_page_fewer)
+    # The wrong rule goes through the run description, so the runs place and count it and
+    # the concrete spec's run checks agree with it: only the lost hit can reject it.
+    monkeypatch.setattr(runs, "run_real", _run_real_one_resume_page_fewer)
+    monkeypatch.setattr(runs, "real_in", _real_in_one_resume_page_fewer)
     r = _rejects("live-tail-never-costs-a-hit-bounded")
     v = r["values"]
     # Full allocation still finds the hit; live tail loses it.

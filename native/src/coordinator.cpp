@@ -404,6 +404,11 @@ void Coordinator::claim(std::span<BlockTable* const> tables, const PrefixMatch& 
   const size_t g = managers_.size();
   for (size_t i = 0; i < g; ++i)
     if (!tables[i]->is_fresh()) fail(at("tables", i), "is not fresh (empty and unbound)");
+  // A page's int32 reference count has room for one more holder (2^31 - 1 at most).
+  for (const PrefixMatch::Named& p : match.named_)
+    if (pool_->ref_[p.page] == std::numeric_limits<int32_t>::max())
+      fail("match", "holds page " + std::to_string(p.page) +
+                        ", which 2^31 - 1 holders already share (its reference count is full)");
   if (match.num_tokens_ == 0) return;
   for (size_t i = 0; i < g; ++i)  // the only throw (std::bad_alloc): nothing changed yet
     tables[i]->slots_.reserve(static_cast<size_t>(match.pages(static_cast<int64_t>(i)).size()));

@@ -3,9 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "helpers.h"
+
+namespace livetail {
+// Puts a page's reference count where 2^31 - 1 holders would (no test can make that many).
+struct PoolTestAccess {
+  static void set_ref(BlockPool& pool, int32_t page, int32_t count) { pool.ref_[page] = count; }
+};
+}  // namespace livetail
 
 namespace livetail::testing {
 namespace {
@@ -234,6 +242,30 @@ TEST(Prefix, AnEvictionMakesAMatchStaleAndItsClaimChangesNothing) {
   m.c.claim(m.r[1].ptrs, none);  // a match of 0 tokens changes nothing
   for (const BlockTable& t : m.r[1].tables) EXPECT_TRUE(t.is_fresh());
   EXPECT_EQ(m.pool.free(all), 29);
+}
+
+TEST(Prefix, AClaimOfAPageWhoseCountIsFullThrowsAndChangesNothing) {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  BlockPool pool(10);
+  Coordinator c({GroupSpec(GroupKind::full, 2)}, pool);
+  Request r0(1), r1(1);
+  ASSERT_TRUE(c.acquire(r0.ptrs, 4));
+  const auto keys = keys_of(4, 2);
+  ASSERT_EQ(c.cache_full_blocks(r0.ptrs, keys, 4), 2);
+  const PrefixMatch match = c.match_prefix(keys);
+  ASSERT_EQ(match.num_tokens(), 4);
+  ASSERT_EQ(slots_of(r0[0]), (Pages{1, 2}));
+  PoolTestAccess::set_ref(pool, 2, kMax);  // page 2 already has 2^31 - 1 holders
+  EXPECT_INVALID_UNCHANGED(state_of(pool, {&r0[0], &r1[0]}), c.claim(r1.ptrs, match));
+  EXPECT_TRUE(r1[0].is_fresh());
+  EXPECT_EQ(c.pinned_pages(0), 2);
+  PoolTestAccess::set_ref(pool, 2, kMax - 1);  // room for exactly one more holder
+  c.claim(r1.ptrs, match);
+  EXPECT_EQ(slots_of(r1[0]), (Pages{1, 2}));
+  EXPECT_EQ(pool.ref_count(1), 2);
+  EXPECT_EQ(pool.ref_count(2), kMax);
+  EXPECT_EQ(c.pinned_pages(0), 2);  // both pages were pinned already
+  PoolTestAccess::set_ref(pool, 2, 2);  // back to its two holders before the tables go
 }
 
 TEST(Prefix, EveryUsageErrorThrowsAndChangesNothing) {

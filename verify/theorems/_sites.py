@@ -16,8 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 I32 = 2**31 - 1
+I64 = 2**63 - 1
 CONSTANTS = {
     "I32": I32,
+    "I64": I64,
+    "U64": 2**64 - 1,
     "INT32_MAX_TOKENS": I32,
     "kScanBlock": 16,
     "kAhead": 8,
@@ -31,6 +34,16 @@ COORD = "native/src/coordinator.cpp"
 POOL = "native/include/livetail/pool.h"
 
 SUM = "0 <= i, i < g, g <= I32, 0 <= x, x <= I32"
+COUNTER = "0 <= c, 0 <= x, c + x <= I64"
+COUNTER_WHY = (
+    "a statistics counter summed over the pool's life stays below 2^63 - 1 (at one page or"
+    " token per nanosecond that takes 292 years)"
+)
+VERSION = "0 <= c, 0 <= x, x <= 1, c < U64"
+VERSION_WHY = (
+    "an operation counter that grows by at most 1 per call stays below 2^64 - 1 (584 years"
+    " at one call per nanosecond; unsigned, so it would wrap, not trap)"
+)
 SUM_WHY = (
     "a sum over g <= 2^31 - 1 groups (the Coordinator constructor's limit) of per-group"
     " counts in [0, 2^31 - 1]; the post carries the loop invariant to the next group"
@@ -234,6 +247,71 @@ SITES: list[Site] = [
         "conservation: free + pinned = num_blocks - 1",
         subst=(("pool_.num_free_", "num_free_"),),
     ),
+    _s(
+        POOL,
+        "Taker::done",
+        "pool_.stats_.pages_allocated += taken_",
+        COUNTER,
+        COUNTER_WHY,
+        subst=(("pool_.stats_.pages_allocated", "c"), ("taken_", "x")),
+        assumed=True,
+    ),
+    _s(
+        POOL,
+        "Taker::done",
+        "pool_.event_op_ += evicted_",
+        VERSION,
+        VERSION_WHY,
+        subst=(("pool_.event_op_", "c"), ("evicted_", "x")),
+        width="uint64",
+        assumed=True,
+    ),
+    _s(
+        POOL,
+        "Taker::done",
+        "pool_.version_ += taken_ != 0",
+        VERSION,
+        VERSION_WHY,
+        expr="c + x",
+        width="uint64",
+        assumed=True,
+    ),
+    _s(
+        POOL,
+        "Releaser::release",
+        "named_released_ += named",
+        "0 <= nr, nr <= released_, released_ < I32, 0 <= x, x <= 1",
+        "a page counted as named is also counted in released_ (incremented next)",
+        expr="nr + x",
+        post="v <= released_ + 1",
+    ),
+    _s(
+        POOL,
+        "Releaser::done",
+        "pool_.named_free_ += named_released_",
+        "0 <= nf, 0 <= nr, nf + nr <= I32",
+        "named free pages are free pages: at most num_blocks - 1 after the releases",
+        subst=(("pool_.named_free_", "nf"), ("named_released_", "nr")),
+    ),
+    _s(
+        POOL,
+        "Releaser::done",
+        "pool_.stats_.pages_released += released_",
+        COUNTER,
+        COUNTER_WHY,
+        subst=(("pool_.stats_.pages_released", "c"), ("released_", "x")),
+        assumed=True,
+    ),
+    _s(
+        POOL,
+        "Releaser::done",
+        "pool_.version_ += changed_",
+        VERSION,
+        VERSION_WHY,
+        subst=(("pool_.version_", "c"), ("changed_", "x")),
+        width="uint64",
+        assumed=True,
+    ),
     _s(POOL, "BlockPool::take", "++i", "0 <= i, i < k, k <= I32", "the loop condition"),
     _s(
         POOL,
@@ -248,10 +326,45 @@ SITES: list[Site] = [
         "take_shared",
         "++ref_[page]",
         "0 <= ref, ref < I32",
-        "fewer than 2^31 - 1 tables share the page (not enforced: a page held by 2^31 - 1"
-        " slots would wrap its int32 count)",
+        "Coordinator::claim, the only caller, rejects a match holding a page whose count is"
+        " already 2^31 - 1 (std::invalid_argument, nothing changed)",
         subst=(("ref_[page]", "ref"),),
         width="int32",
+    ),
+    _s(
+        POOL,
+        "take_shared",
+        "++stats_.pages_claimed_free",
+        "0 <= c, c < I64",
+        COUNTER_WHY,
+        expr="c + 1",
+        assumed=True,
+    ),
+    _s(
+        POOL,
+        "take_shared",
+        "--named_free_",
+        "1 <= named_free_, named_free_ <= I32",
+        "the page was queued and named, so counted in named_free_",
+        post="v >= 0",
+    ),
+    _s(
+        POOL,
+        "take_shared",
+        "++stats_.pages_claimed",
+        "0 <= c, c < I64",
+        COUNTER_WHY,
+        expr="c + 1",
+        assumed=True,
+    ),
+    _s(
+        POOL,
+        "take_shared",
+        "++version_",
+        VERSION,
+        VERSION_WHY,
+        expr="c + 1",
+        width="uint64",
         assumed=True,
     ),
 ]

@@ -5,7 +5,7 @@ The same form as ``_sites.py`` (which explains it); ``hot_paths.SITES`` joins bo
 
 from __future__ import annotations
 
-from ._sites import COORD, SUM, SUM_WHY, Site, _s
+from ._sites import COORD, COUNTER, COUNTER_WHY, SUM, SUM_WHY, Site, _s
 
 SITES: list[Site] = [
     # --- coordinator sums over groups -----------------------------------------------------
@@ -57,20 +57,46 @@ SITES: list[Site] = [
     ),
     _s(
         COORD,
+        "Coordinator::acquire",
+        "pinned_[i] += before - pool_->num_free()",
+        "0 <= pinned, 0 <= after, after <= before, pinned + (before - after) <= I32",
+        "the pages the group's acquire just took, added to the pages it pinned before: all"
+        " are out of the queue, so at most num_blocks - 1 <= 2^31 - 1",
+        subst=(("pinned_[i]", "pinned"), ("pool_->num_free()", "after")),
+        post="v >= 0",
+    ),
+    _s(
+        COORD,
         "Coordinator::reclaim_expired",
-        "reentered += managers_[i].reclaim_unchecked(*pool_, *tables[i], num_computed_tokens)",
-        f"{SUM}, 0 <= reentered, reentered <= i * I32",
-        "a reclaim releases at most its band's slots <= 2^31 - 1; " + SUM_WHY,
-        subst=(("managers_[i].reclaim_unchecked(*pool_, *tables[i], num_computed_tokens)", "x"),),
+        "pinned_[i] -= r",
+        "0 <= r, r <= pinned, pinned <= I32",
+        "the r pages that re-entered the queue were pinned by this group's table",
+        subst=(("pinned_[i]", "pinned"),),
+        post="v >= 0",
+    ),
+    _s(
+        COORD,
+        "Coordinator::reclaim_expired",
+        "reentered += r",
+        "0 <= i, i < g, g <= I32, 0 <= r, r <= I32, 0 <= reentered, reentered <= i * I32",
+        "a group releases at most its table's slots <= 2^31 - 1; " + SUM_WHY,
         post="v <= (i + 1) * I32",
     ),
     _s(
         COORD,
         "Coordinator::free",
-        "reentered += managers_[i].free_unchecked(*pool_, *tables[i])",
-        f"{SUM}, 0 <= reentered, reentered <= i * I32",
-        "a free releases at most its table's slots <= 2^31 - 1; " + SUM_WHY,
-        subst=(("managers_[i].free_unchecked(*pool_, *tables[i])", "x"),),
+        "pinned_[i] -= r",
+        "0 <= r, r <= pinned, pinned <= I32",
+        "the r pages that re-entered the queue were pinned by this group's table",
+        subst=(("pinned_[i]", "pinned"),),
+        post="v >= 0",
+    ),
+    _s(
+        COORD,
+        "Coordinator::free",
+        "reentered += r",
+        "0 <= i, i < g, g <= I32, 0 <= r, r <= I32, 0 <= reentered, reentered <= i * I32",
+        "a group releases at most its table's slots <= 2^31 - 1; " + SUM_WHY,
         post="v <= (i + 1) * I32",
     ),
     # --- decode_step --------------------------------------------------------------------
@@ -145,12 +171,30 @@ SITES: list[Site] = [
     _s(
         COORD,
         "Coordinator::decode_step",
-        "res.reclaimed += m[k].reclaim_unchecked(*pool_, *ts[k], f)",
-        "0 <= res_reclaimed, 0 <= x, res_reclaimed + x <= pinned + taken, 0 <= pinned,"
+        "pinned_[k] += before - pool_->num_free()",
+        "0 <= pinned, 0 <= after, after <= before, pinned + (before - after) <= I32",
+        "the pages the group's acquire just took, added to the pages it pinned before: all"
+        " are out of the queue, so at most num_blocks - 1 <= 2^31 - 1",
+        subst=(("pinned_[k]", "pinned"), ("pool_->num_free()", "after")),
+        post="v >= 0",
+    ),
+    _s(
+        COORD,
+        "Coordinator::decode_step",
+        "pinned_[k] -= r",
+        "0 <= r, r <= pinned, pinned <= I32",
+        "the r pages that re-entered the queue were pinned by this group's table",
+        subst=(("pinned_[k]", "pinned"),),
+        post="v >= 0",
+    ),
+    _s(
+        COORD,
+        "Coordinator::decode_step",
+        "res.reclaimed += r",
+        "0 <= res_reclaimed, 0 <= r, res_reclaimed + r <= pinned + taken, 0 <= pinned,"
         " pinned <= I32, 0 <= taken, taken <= n, n <= SPAN8",
         "conservation: a page re-enters the queue only after it was pinned at the start or"
         " taken by this call (at most one page per table)",
-        subst=(("m[k].reclaim_unchecked(*pool_, *ts[k], f)", "x"),),
     ),
     # --- prefix arithmetic: cache_full_blocks -------------------------------------------------
     _s(
@@ -212,6 +256,14 @@ SITES: list[Site] = [
         "(j + 1) * k - 1",
         "0 <= j, j < covered, covered <= nkeys / k, 1 <= k, nkeys <= SPAN32",
         "j < covered <= len(keys) / k",
+        post="0 <= v, v < nkeys",
+    ),
+    _s(
+        COORD,
+        "Coordinator::cache_full_blocks",
+        "j * k - 1",
+        "1 <= j, j < covered, covered <= nkeys / k, 1 <= k, nkeys <= SPAN32",
+        "the j > 0 branch; j < covered <= len(keys) / k",
         post="0 <= v, v < nkeys",
     ),
     _s(
@@ -403,6 +455,34 @@ SITES: list[Site] = [
         post="v < nrecs",
         width="uint64",
     ),
+    _s(
+        COORD,
+        "Coordinator::match_prefix",
+        "++st.match_calls",
+        "0 <= c, c < I64",
+        COUNTER_WHY,
+        expr="c + 1",
+        assumed=True,
+    ),
+    _s(
+        COORD,
+        "Coordinator::match_prefix",
+        "st.match_tokens_queried += static_cast<int64_t>(keys.size()) * base_",
+        "0 <= c, 0 <= n, n <= SPAN32, 1 <= base_, base_ <= I32, c + n * base_ <= I64",
+        "len(keys) * base summed: " + COUNTER_WHY + "; one call adds len(keys) * base, which"
+        " exceeds 2^63 - 1 only for more than 2^32 keys (128 GiB of them)",
+        subst=(("st.match_tokens_queried", "c"), ("keys.size()", "n")),
+        assumed=True,
+    ),
+    _s(
+        COORD,
+        "Coordinator::match_prefix",
+        "st.match_tokens_matched += out.num_tokens_",
+        COUNTER + ", x <= I32",
+        COUNTER_WHY + "; one call adds num_tokens <= 2^31 - 1",
+        subst=(("st.match_tokens_matched", "c"), ("out.num_tokens_", "x")),
+        assumed=True,
+    ),
     # --- claim -------------------------------------------------------------------------------
     _s(
         COORD,
@@ -419,5 +499,15 @@ SITES: list[Site] = [
         "b - R",
         "0 <= b, b <= I32, 0 <= R, R <= I32",
         "b = num_tokens / B <= 2^31 - 1; R = resume_pages (R < 0 takes the other branch)",
+    ),
+    _s(
+        COORD,
+        "Coordinator::claim",
+        "pinned_[static_cast<size_t>(p.group)] += pool_->ref_[p.page] == 0",
+        "0 <= pinned, 0 <= x, x <= 1, pinned + x <= I32",
+        "x = 1 only for a queued page, which the claim pins: the group's pinned pages stay"
+        " at most num_blocks - 1",
+        expr="pinned + x",
+        post="v >= 0",
     ),
 ]

@@ -234,16 +234,18 @@ def routed(p: Prover) -> None:
     match_prefix's key indices, claim's floor, the pool counters), copied verbatim from the
     source, is evaluated in Int-range form under the loop condition and invariant stated
     with it (sums: a per-group count in [0, 2^31-1] over at most 2^31-1 groups), with
-    every divisor >= 1 and dividend >= 0, and key indices proved inside the keys. One
-    hypothesis is not enforced by the module and is marked as assumed: fewer than 2^31-1
-    tables share one page. decode_step's batch-size check is proved equivalent to
-    len(tables) = requests * groups without forming the product. Unbounded, in Int-range
-    form.""",
+    every divisor >= 1 and dividend >= 0, and key indices proved inside the keys; a
+    claim's new reference stays within int32 because claim rejects a page whose count is
+    already 2^31-1. The hypotheses not enforced by the module are marked as assumed: the
+    lifetime statistics counters stay below 2^63-1 and the version and event counters below
+    2^64-1 (each grows by at most one call's pages or tokens). decode_step's batch-size
+    check is proved equivalent to len(tables) = requests * groups without forming the
+    product. Unbounded, in Int-range form.""",
     """No counter, index or sum on the acquire, reclaim, free, decode and prefix paths can
-    wrap inside the documented limits; the one exception (a page shared by 2^31-1 tables)
-    is named.""",
+    wrap inside the documented limits; the exceptions (lifetime statistics counters) are
+    named as assumptions.""",
     cost=9,
-    rlimit=31_000_000,
+    rlimit=34_000_000,
 )
 def native_hot_paths(p: Prover) -> None:
     routed(p)

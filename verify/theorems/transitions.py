@@ -35,23 +35,6 @@ def _needed(g: Geometry, t: runs.TableState, n: Term) -> Term:
     return geo.blocks_needed(t.slots, t.tail, n, g.W, g.B, g.A, Z3)
 
 
-def _take_lemma(p: Prover, g: Geometry) -> object:
-    """acquire(F, shape, n) takes blocks_needed when it fits, else nothing (instantiator)."""
-    gr = group(g)
-
-    def build(s: Term, t: Term, n: Term, F: Term) -> tuple[list[Term], Term]:
-        st = runs.TableState(s, t, 0, ())
-        step = runs.acquire(F, st, n, gr, Z3)
-        need = _needed(g, st, n)
-        return [*g.hyps, *shape(s, t, g.B), n >= 0], z3.And(
-            step.ok == (need <= F),
-            step.take == z3.If(need <= F, need, 0),
-            step.free == F - step.take,
-        )
-
-    return p.lemma(f"[{g.label}] lemma: executed acquire takes blocks_needed or nothing", build, 4)
-
-
 @dataclass(frozen=True)
 class CountFacts:
     """Instances of proved facts about live_count, for steps that make it an unknown function.
@@ -122,6 +105,56 @@ ARITH = [
     (geo, "new_slots"),
 ]
 """Closed forms a step about composed transitions never needs to look inside."""
+
+
+def take_lemma(p: Prover, g: Geometry, cf: CountFacts, ext0: Any) -> Any:
+    """The executed acquire against blocks_needed_for, as an instantiator over (slots, tail, n, F).
+
+    Proved for every live_count, ceil_div, extent, slid_out, tail_after and new_slots
+    function satisfying the count facts: ``runs.acquire(F, shape, n)`` succeeds iff
+    ``blocks_needed_for(n) <= F``, then takes exactly that many pages, else none, and the
+    need is >= 0.  This is the step that compares the transition's actual take with the
+    closed form: with ``blocks_needed`` unknown it does not prove.  An instance is the list
+    of the count facts it rests on (proved lemmas) and the implication itself.
+    """
+    gr = group(g)
+
+    def facts(s: Term, t: Term, n: Term) -> list[Term]:
+        e = geo.extent(s, t, g.B) + n
+        out = [ext0(s, t), *cf.ceil(t, n), *cf.zero(s, e)]
+        out += cf.whole(s, geo.new_slots(t, g.B, n, Z3), e)
+        return out + cf.bounds(s, geo.ceil_div(n - t, g.B, Z3), e)
+
+    def build(s: Term, t: Term, n: Term, F: Term) -> tuple[list[Term], Term]:
+        st = runs.TableState(s, t, 0, ())
+        step = runs.acquire(F, st, n, gr, Z3)
+        need = _needed(g, st, n)
+        fits = need <= F
+        return [*g.hyps, *shape(s, t, g.B), n >= 0], z3.And(
+            need >= 0,
+            step.ok == fits,
+            step.take == z3.If(fits, need, 0),
+            step.free == F - step.take,
+        )
+
+    tag = "".join(c for c in g.label if c.isalnum())
+    xs = ints(f"take_s_{tag} take_t_{tag} take_n_{tag} take_F_{tag}")
+
+    def general_build() -> tuple[Term, list[Term]]:
+        h, c = build(*xs)
+        return c, [*h, *facts(*xs[:3])]
+
+    p.prove_general(
+        f"[{g.label}] lemma: the executed acquire takes blocks_needed_for(n) if it fits, else 0",
+        general_build,
+        ARITH,
+    )
+
+    def instance(s: Term, t: Term, n: Term, F: Term) -> list[Term]:
+        h, c = build(s, t, n, F)
+        return [*facts(s, t, n), z3.Implies(z3.And(*h, *facts(s, t, n)), c)]
+
+    return instance
 
 
 def general(
@@ -214,14 +247,17 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
     full group of page size B3, all symbolic) aligned to a symbolic common alignment L that
     is a multiple of every page size, on symbolic table shapes, free pages F and count n: it
     succeeds iff the summed blocks_needed_for(n) fits F; then every group's acquire succeeds
-    and together they take exactly that sum; otherwise no group's slot count or tail room
-    changes and no page is taken. (The first step, ok iff the sum fits, is definitional: the
-    coordinator decides by the summed query.) Unbounded, for every live_count, ceil_div, extent,
-    slid_out, tail_after and new_slots function (the facts about them the steps use are
-    proved lemmas).""",
+    and takes exactly its own blocks_needed_for(n), so together they take that sum; otherwise
+    no group's slot count or tail room changes and no page is taken. Each group's executed
+    acquire is compared with its blocks_needed_for(n) by a lemma (it does not prove with
+    blocks_needed made unknown); the first step, ok iff the sum fits, is definitional: the
+    coordinator decides by the summed query. Unbounded, for every live_count, ceil_div,
+    extent, slid_out, tail_after and new_slots function (the facts about them the steps use
+    are proved lemmas).""",
     """Admission for a multi-group request is one comparison: summed need against free pages;
     a coordinator acquire never leaves some groups grown and others not.""",
     cost=8,
+    rlimit=10_000_000,
 )
 def coordinator_all_or_nothing(p: Prover) -> None:
     L, k1, k2, k3 = ints("L k1 k2 k3")
@@ -234,6 +270,7 @@ def coordinator_all_or_nothing(p: Prover) -> None:
     gs.append(Geometry(B3, z3.IntVal(1), 0, z3.IntVal(1), full, "full", "full"))
     facts = [count_lemmas(p, g) for g in gs]
     exts = [shape_facts(p, g)[0] for g in gs]
+    takes = [take_lemma(p, g, cf, e0) for g, cf, e0 in zip(gs, facts, exts)]
     keeps = [
         p.lemma(
             f"[{g.label}] lemma: acquire(0) keeps the tail room",
@@ -251,30 +288,30 @@ def coordinator_all_or_nothing(p: Prover) -> None:
             tabs.append(runs.TableState(s, t, 0, ()))
             hyps += [*g.hyps, *shape(s, t, g.B)]
         step = runs.coordinator_acquire(F, tabs, [group(g) for g in gs], n, Z3)
-        for g, t, cf, e0, keep in zip(gs, tabs, facts, exts, keeps):
-            hyps += [e0(t.slots, t.tail), keep(t.tail)]
-            for x in (n, z3.If(step.ok, n, 0)):
-                e = geo.extent(t.slots, t.tail, g.B) + x
-                k = geo.new_slots(t.tail, g.B, x, Z3)
-                hyps += [*cf.zero(t.slots, e), *cf.whole(t.slots, k, e), *cf.ceil(t.tail, x)]
-                hyps += cf.bounds(t.slots, geo.ceil_div(x - t.tail, g.B, Z3), e)
+        left = F
+        for t, keep, take, st in zip(tabs, keeps, takes, step.steps):
+            hyps += [keep(t.tail), *take(t.slots, t.tail, n, F)]
+            hyps += take(t.slots, t.tail, z3.If(step.ok, n, 0), left)
+            left = st.free
         needs = [_needed(g, t, n) for g, t in zip(gs, tabs)]
-        return F, tabs, hyps, step, needs[0] + needs[1] + needs[2]
+        return F, tabs, hyps, step, needs
 
     def ok_iff() -> tuple[Any, Any]:
-        F, tabs, hyps, step, total = setup()
-        return step.ok == (total <= F), hyps
+        F, tabs, hyps, step, needs = setup()
+        return step.ok == (sum(needs) <= F), hyps
 
     def success() -> tuple[Any, Any]:
-        F, tabs, hyps, step, total = setup()
-        takes = step.steps[0].take + step.steps[1].take + step.steps[2].take
+        F, tabs, hyps, step, needs = setup()
         return z3.Implies(
             step.ok,
-            z3.And(*[s.ok for s in step.steps], step.free == F - total, takes == total),
+            z3.And(
+                *[z3.And(s.ok, s.take == need) for s, need in zip(step.steps, needs)],
+                step.free == F - sum(needs),
+            ),
         ), hyps
 
     def failure() -> tuple[Any, Any]:
-        F, tabs, hyps, step, total = setup()
+        F, tabs, hyps, step, needs = setup()
         same = [
             z3.And(s.table.slots == t.slots, s.table.tail == t.tail, s.take == 0)
             for s, t in zip(step.steps, tabs)
@@ -282,7 +319,13 @@ def coordinator_all_or_nothing(p: Prover) -> None:
         return z3.Implies(z3.Not(step.ok), z3.And(step.free == F, *same)), hyps
 
     general(p, gs[0], "ok iff the summed need fits the free pages", ok_iff, over=ARITH)
-    general(p, gs[0], "success: every group acquires, takes sum to the need", success, over=ARITH)
+    general(
+        p,
+        gs[0],
+        "success: every group acquires and takes its blocks_needed_for(n)",
+        success,
+        over=ARITH,
+    )
     general(p, gs[0], "failure: no group changes, nothing is taken", failure, over=ARITH)
 
 
@@ -293,14 +336,17 @@ def coordinator_all_or_nothing(p: Prover) -> None:
     shared (any reference counts >= 1), with symbolic free pages F, for every manager kind
     (full; state; sliding with A = 0; live-tail sliding with A = m*B; B, W, m unbounded): when
     blocks_needed_for_sequential(first, extra) <= F neither acquire fails, the pages pinned
-    after each of the three operations never exceed the pages pinned
-    before plus the charge, and without the reclaim the two acquires pin exactly the charge.
-    Unbounded, for every live_count, ceil_div, extent, slid_out, tail_after and new_slots
-    function (the facts about them the steps use are proved lemmas).""",
+    after each of the three operations never exceed the pages pinned before plus the charge,
+    and without the reclaim the two acquires pin exactly the charge. The charge is compared
+    with the executed acquire(first) then acquire(extra) by a lemma (it does not prove with
+    blocks_needed_for_sequential made unknown). Unbounded, for every live_count, ceil_div,
+    extent, slid_out, tail_after and new_slots function (the facts about them the steps use
+    are proved lemmas).""",
     """An engine that admits a request only when the sequential charge fits the free pages
     can never run out of pages in the middle of the chunk or the decode step, whatever it
     reclaims between them.""",
     cost=8,
+    rlimit=20_000_000,
 )
 def admission_promise(p: Prover) -> None:
     for g in every_kind():
@@ -317,11 +363,62 @@ def shape_facts(p: Prover, g: Geometry) -> tuple[Any, Any]:
     return ext0, shape_lemma(p, g)
 
 
+def charge_lemma(p: Prover, g: Geometry, take: Any, after: Any) -> Any:
+    """The charge against the executed acquires, as an instantiator over (slots, tail, first,
+    extra, F).
+
+    When blocks_needed_for_sequential(first, extra) <= F, ``runs.acquire(first)`` and then
+    ``runs.acquire(extra)`` on the table it leaves both succeed, the first takes at most the
+    charge and the two together exactly the charge.  Proved for every live_count, ceil_div,
+    extent, slid_out, tail_after and new_slots function from instances of the take lemma;
+    this is the step that compares the transitions with the charge: with
+    ``blocks_needed_sequential`` unknown it does not prove.  An instance is the list of the
+    proved facts it rests on and the implication itself.
+    """
+    gr = group(g)
+
+    def facts(s: Term, t: Term, first: Term, extra: Term, F: Term) -> list[Term]:
+        a1 = runs.acquire(F, runs.TableState(s, t, 0, ()), first, gr, Z3)
+        s1 = s + geo.new_slots(t, g.B, first, Z3)
+        t1 = geo.tail_after(t, g.B, first, Z3)
+        return [after(s, t, first), *take(s, t, first, F), *take(s1, t1, extra, a1.free)]
+
+    def build(s: Term, t: Term, first: Term, extra: Term, F: Term) -> tuple[list[Term], Term]:
+        charge = geo.blocks_needed_sequential(s, t, first, extra, g.W, g.B, g.A, Z3)
+        a1 = runs.acquire(F, runs.TableState(s, t, 0, ()), first, gr, Z3)
+        a2 = runs.acquire(a1.free, a1.table, extra, gr, Z3)
+        hyps = [*g.hyps, *shape(s, t, g.B), first >= 0, extra >= 0, charge <= F]
+        claim = z3.And(a1.ok, a2.ok, F - a1.free <= charge, F - a2.free == charge)
+        return hyps, claim
+
+    tag = "".join(c for c in g.label if c.isalnum())
+    xs = ints(f"ch_s_{tag} ch_t_{tag} ch_first_{tag} ch_extra_{tag} ch_F_{tag}")
+
+    def general_build() -> tuple[Term, list[Term]]:
+        h, c = build(*xs)
+        return c, [*h, *facts(*xs)]
+
+    p.prove_general(
+        f"[{g.label}] lemma: when the charge fits, the executed acquire(first) then"
+        " acquire(extra) succeed and take exactly the charge",
+        general_build,
+        ARITH,
+    )
+
+    def instance(s: Term, t: Term, first: Term, extra: Term, F: Term) -> list[Term]:
+        h, c = build(s, t, first, extra, F)
+        fs = facts(s, t, first, extra, F)
+        return [*fs, z3.Implies(z3.And(*h, *fs), c)]
+
+    return instance
+
+
 def _admission_kind(p: Prover, g: Geometry) -> None:
     gr = group(g)
     cf = count_lemmas(p, g)
     bounds, _ = real_in_lemmas(p, g, cf.cb)
     ext0, after = shape_facts(p, g)
+    charged = charge_lemma(p, g, take_lemma(p, g, cf, ext0), after)
 
     def setup() -> tuple[Any, ...]:
         t, th = table(g, "", 2)
@@ -333,14 +430,7 @@ def _admission_kind(p: Prover, g: Geometry) -> None:
         rec = runs.reclaim(a1.free, a1.table, f, gr, (r1, r2, z3.IntVal(1)), Z3)
         a2 = runs.acquire(rec.free, rec.table, extra, gr, Z3)
         plain = runs.acquire(a1.free, a1.table, extra, gr, Z3)
-        s1 = t.slots + geo.new_slots(t.tail, g.B, first, Z3)
-        t1 = geo.tail_after(t.tail, g.B, first, Z3)
-        hyps += [ext0(t.slots, t.tail), ext0(s1, t1), after(t.slots, t.tail, first)]
-        for sl, tl, x in ((t.slots, t.tail, first), (s1, t1, extra)):
-            e = geo.extent(sl, tl, g.B) + x
-            hyps += [*cf.zero(sl, e), *cf.whole(sl, geo.new_slots(tl, g.B, x, Z3), e)]
-            hyps += cf.bounds(sl, geo.ceil_div(x - tl, g.B, Z3), e)
-            hyps += cf.ceil(tl, x)
+        hyps += charged(t.slots, t.tail, first, extra, F)
         b = geo.reclaim_bound(f, a1.table.slots, g.W, g.B, Z3)
         lo, hi = runs.reclaim_band(a1.table.floor, b, Z3)
         hyps += [

@@ -104,6 +104,7 @@ class BlockPool {
 
  private:
   friend class Coordinator;
+  friend struct PoolTestAccess;  // native/tests: puts a reference count at its limit
   struct Link {
     int32_t next, prev;
   };
@@ -141,7 +142,8 @@ class BlockPool {
   void note_removed(int32_t group, const Key& key);
   // Ends an operation: later events never join an earlier operation's event.
   void end_event_op() noexcept { ++event_op_; }
-  // One more reference to a real page; a queued one leaves the queue wherever it is.
+  // One more reference to a real page; a queued one leaves the queue wherever it is. The
+  // caller (Coordinator::claim) has checked the count is below 2^31 - 1.
   void take_shared(int32_t page) noexcept {
     if (ref_[page] == 0) {  // queued, and in a list: the page was allocated before
       const Link l = link_[page];
