@@ -222,6 +222,9 @@ class _Manager:
     def _validate_free(self, pool: object, table: object) -> None:
         t = self._check_table(table)
         self._check_pool(pool, t)
+        if t.load is not None:
+            # Only the coordinator can abort the request's load (section 10).
+            raise ValueError("table has a pending load: free the request through its coordinator")
 
     def free(self, pool: BlockPool, table: BlockTable) -> None:
         """Release every page (last slot's page re-enters the queue first); empty the table."""

@@ -92,5 +92,4 @@ class PrefixMatch:
 
     def __repr__(self) -> str:
         real = sum(1 for g in self._pages for p in g if p)
-        host = sum(1 for g in self._host_pages for p in g if p)
-        return f"PrefixMatch(num_tokens={self._num_tokens}, real_pages={real}, host_pages={host})"
+        return f"PrefixMatch(num_tokens={self._num_tokens}, real_pages={real})"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 # The implementations that have the host tier.
-HOST_IMPLEMENTATIONS = {"spec": "livetail.spec"}
+HOST_IMPLEMENTATIONS = {"native": "livetail", "spec": "livetail.spec"}
 
 
 @pytest.fixture(params=sorted(HOST_IMPLEMENTATIONS))
