@@ -377,7 +377,7 @@ class Coordinator:
         assert fresh is not None, "the claim's free pages were checked"
         slots = [list(p) for p in mt._pages]
         for (g, j), dp in zip(loads, fresh):
-            slots[g][j] = dp
+            self._place_load(slots, g, j, dp)
             self._pinned[g] += 1
         plan: LoadPlan | None = None
         if loads:
@@ -385,7 +385,7 @@ class Coordinator:
             assert host is not None
             hps = [mt._host_pages[g][j] for g, j in loads]
             for hp in hps:
-                host._take_shared(hp)
+                self._pin_host(hp)
             plan = LoadPlan(
                 _Plan(
                     self,
@@ -411,6 +411,15 @@ class Coordinator:
             m._bind(self._pool, t)
             m._check_runs(t, 0, b)
         return plan
+
+    def _place_load(self, slots: list[list[int]], g: int, j: int, page: int) -> None:
+        """A loaded page takes the host-served slot itself: a real slot, never a hole."""
+        slots[g][j] = page
+
+    def _pin_host(self, host_page: int) -> None:
+        """A pending load's host page leaves the host queue: no offload can evict it."""
+        assert self._host is not None
+        self._host._take_shared(host_page)
 
     @staticmethod
     def _loaded_name(mt: PrefixMatch, g: int, j: int) -> Name:

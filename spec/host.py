@@ -180,8 +180,12 @@ def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPla
 
 
 def _release_device(c: Coordinator, plan: _Plan) -> None:
-    """Drop the offload's device references (a page its request freed meanwhile goes back)."""
-    c._pool._release(plan._device_pages)
+    """Drop the offload's device references, last entry first.
+
+    A page whose request was freed meanwhile re-enters the queue here: no group pins it now.
+    """
+    for g, page in zip(reversed(plan._groups), reversed(plan._device_pages)):
+        c._pinned[g] -= c._pool._release([page])
 
 
 def complete_offload(c: Coordinator, plan: object) -> None:
