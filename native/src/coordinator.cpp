@@ -386,6 +386,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   out.pages_.assign(static_cast<size_t>(slots), 0);  // holes below the resume pages
   out.host_pages_.assign(static_cast<size_t>(slots), 0);
   out.named_.reserve(static_cast<size_t>(real));
+  if (host != nullptr) out.host_named_.reserve(static_cast<size_t>(real));
   for (size_t i = 0; i < g; ++i) {
     const int64_t b = out.begin_[i + 1] - out.begin_[i];
     const int64_t R = resume(i);
@@ -441,7 +442,8 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
   const auto loads = static_cast<size_t>(match.num_host_pages());
   std::optional<LoadPlan> plan;
   if (loads != 0) {
-    const int64_t need = blocks_consumed_by_claim(match);
+    int64_t need = static_cast<int64_t>(loads);  // blocks_consumed_by_claim, checked above
+    for (const PrefixMatch::Named& p : match.named_) need += pool_->ref_[p.page] == 0;
     if (need > pool_->num_free())
       fail("match:", "its claim takes " + std::to_string(need) +
                          " free device pages, the pool has " + std::to_string(pool_->num_free()));
