@@ -27,7 +27,8 @@ void Coordinator::need_host(const char* what) const {
 void Coordinator::check_plan(const CopyPlan& plan, PlanState state, const char* what) const {
   need_host(what);
   if (plan.coordinator_ != id_) fail("plan", "comes from another coordinator");
-  if (state != PlanState::pending) fail("plan", std::string("was ") + state_name(state) + " already");
+  if (state != PlanState::pending)
+    fail("plan", std::string("was ") + state_name(state) + " already");
 }
 
 std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const> tables,
@@ -151,8 +152,8 @@ void Coordinator::complete_load(LoadPlan& plan) {
 }
 
 void Coordinator::abort_load(uint64_t id) {
-  const auto it = std::find_if(loads_.begin(), loads_.end(),
-                               [&](const PendingLoad& l) { return l.id == id; });
+  const auto it =
+      std::find_if(loads_.begin(), loads_.end(), [&](const PendingLoad& l) { return l.id == id; });
   // The device pages need nothing: they are unnamed slots of the tables being freed.
   host_->free(it->host_pages);
   for (BlockTable* t : it->tables)

@@ -22,9 +22,8 @@ Pages span_of(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
 struct Worked {
   BlockPool pool{20, true, true};
   HostPool host{10, true};
-  Coordinator c{{GroupSpec(GroupKind::full, 4), GroupSpec(GroupKind::sliding, 2, 3, true)},
-                pool,
-                &host};
+  Coordinator c{
+      {GroupSpec(GroupKind::full, 4), GroupSpec(GroupKind::sliding, 2, 3, true)}, pool, &host};
   std::vector<Key> keys = keys16();
   BlockTable a0, a1;
   std::vector<BlockTable*> a{&a0, &a1};

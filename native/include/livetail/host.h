@@ -18,7 +18,8 @@ class BlockTable;
 class HostPool : public BlockPool {
  public:
   // Throws std::invalid_argument unless 1 <= num_blocks <= 2**31 - 1.
-  explicit HostPool(int64_t num_blocks, bool events = false) : BlockPool(num_blocks, true, events) {}
+  explicit HostPool(int64_t num_blocks, bool events = false)
+      : BlockPool(num_blocks, true, events) {}
 
   // Host pages named by complete_offload, and host pages whose load completed. O(1).
   int64_t pages_offloaded() const noexcept { return offloaded_; }
@@ -48,8 +49,8 @@ class CopyPlan {
   uint64_t id_ = 0;  // a load's key in its coordinator's pending loads
   PlanState state_ = PlanState::pending;
   std::vector<int32_t> groups_, slots_, device_, host_;
-  std::vector<Key> keys_;          // the name each entry copies (with its group)
-  std::vector<Key> parents_;       // key of slot - 1, for the stored event
+  std::vector<Key> keys_;     // the name each entry copies (with its group)
+  std::vector<Key> parents_;  // key of slot - 1, for the stored event
   std::vector<uint8_t> has_parent_;
 };
 
