@@ -6,6 +6,7 @@ module, so one program can drive either and compare them step by step.
 
 from . import geometry
 from .coordinator import Coordinator, GroupSpec
+from .host import HostPool, LoadPlan, OffloadPlan
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager
 from .plan import StepPlan
 from .pool import BlockPool
@@ -18,6 +19,9 @@ __all__ = [
     "Coordinator",
     "FullAttentionManager",
     "GroupSpec",
+    "HostPool",
+    "LoadPlan",
+    "OffloadPlan",
     "PrefixMatch",
     "SlidingWindowManager",
     "StateManager",

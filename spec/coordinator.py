@@ -9,6 +9,11 @@ from . import geometry as geo
 from . import runs
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
+from .host import HostPool, LoadPlan, OffloadPlan, _Plan
+from .host import abort_offload as _abort_offload
+from .host import complete_load as _complete_load
+from .host import complete_offload as _complete_offload
+from .host import plan_offload as _plan_offload
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
 from .plan import StepPlan, apply_step, plan_step
 from .pool import BlockPool
@@ -68,12 +73,18 @@ class GroupSpec:
 class Coordinator:
     """One manager per group spec (group id = index); live-tail groups aligned to the lcm."""
 
-    def __init__(self, specs: Sequence[GroupSpec], pool: BlockPool) -> None:
+    def __init__(
+        self, specs: Sequence[GroupSpec], pool: BlockPool, host: HostPool | None = None
+    ) -> None:
         if not isinstance(specs, (list, tuple)):
             raise TypeError("specs must be a list of GroupSpec")
         for s in specs:
             instance("specs[i]", s, GroupSpec)
         instance("pool", pool, BlockPool)
+        if isinstance(pool, HostPool):
+            raise TypeError("pool must be a device BlockPool, not a HostPool")
+        if host is not None:
+            instance("host", host, HostPool)
         if not specs:
             raise ValueError("specs must name at least one group")
         sizes = [s.block_size for s in specs]
@@ -86,6 +97,7 @@ class Coordinator:
                 raise ValueError(f"the lcm of the block sizes exceeds {INT32_MAX}")
         self._specs = list(specs)
         self._pool = pool
+        self._host = host
         self._base = base
         self._lcm = lcm
         self._managers: list[_Manager] = [self._manager(s) for s in specs]
@@ -116,6 +128,11 @@ class Coordinator:
     @property
     def pool(self) -> BlockPool:
         return self._pool
+
+    @property
+    def host(self) -> HostPool | None:
+        """The host tier's pool (section 10), None without one."""
+        return self._host
 
     @property
     def managers(self) -> list[_Manager]:
@@ -251,9 +268,15 @@ class Coordinator:
         R = self._resume(g)
         low = 0 if R < 0 else max(0, b - R)
         need = [(j, (g, ks[(j + 1) * k - 1])) for j in range(low, b)]
-        if all(self._pool._lookup(name) != 0 for _, name in need):
+        if all(self._present(name) for _, name in need):
             return need
         return None
+
+    def _present(self, name: Name) -> bool:
+        """On the device, or on the host (section 10)."""
+        if self._pool._lookup(name) != 0:
+            return True
+        return self._host is not None and self._host._lookup(name) != 0
 
     def match_prefix(self, keys: Sequence[bytes]) -> PrefixMatch:
         """The greatest lcm-multiple boundary every group can resume from (read-only)."""
@@ -273,18 +296,30 @@ class Coordinator:
             supports = [self._support(g, T, ks) for g in range(self.num_groups)]
             if all(s is not None for s in supports):
                 pages: list[list[int]] = []
+                host_pages: list[list[int]] = []
                 names: list[list[Name | None]] = []
+                parents: list[list[bytes | None]] = []
                 for g, need in enumerate(supports):
                     assert need is not None
                     b = T // self._managers[g].block_size
+                    k = self._managers[g].block_size // self._base
                     pg: list[int] = [0] * b
+                    hp: list[int] = [0] * b
                     nm: list[Name | None] = [None] * b
+                    pa: list[bytes | None] = [None] * b
                     for j, name in need:
+                        # Device copies preferred slot by slot.
                         pg[j] = self._pool._lookup(name)
+                        if pg[j] == 0:
+                            assert self._host is not None
+                            hp[j] = self._host._lookup(name)
                         nm[j] = name
+                        pa[j] = ks[j * k - 1] if j > 0 else None
                     pages.append(pg)
+                    host_pages.append(hp)
                     names.append(nm)
-                return PrefixMatch(self, T, pages, names)
+                    parents.append(pa)
+                return PrefixMatch(self, T, pages, names, host_pages, parents)
         return PrefixMatch(self, 0, [[] for _ in self._managers], [[] for _ in self._managers])
 
     def _check_match(self, match: object) -> PrefixMatch:
@@ -292,34 +327,81 @@ class Coordinator:
         assert isinstance(match, PrefixMatch)
         if match._coordinator is not self:
             raise ValueError("match comes from another coordinator")
-        for pages, names in zip(match._pages, match._names):
-            for page, name in zip(pages, names):
+        for pages, hps, names in zip(match._pages, match._host_pages, match._names):
+            for page, hp, name in zip(pages, hps, names):
                 if page != 0 and self._pool._name(page) != name:
                     raise ValueError("stale match: a matched page was evicted; match again")
+                if hp != 0 and (self._host is None or self._host._name(hp) != name):
+                    raise ValueError("stale match: a matched host page was evicted; match again")
         return match
 
     def blocks_consumed_by_claim(self, match: PrefixMatch) -> int:
         """Distinct matched real pages that are free now: the free pages a claim takes."""
         mt = self._check_match(match)
         distinct = {p for pages in mt._pages for p in pages if p != 0}
-        return sum(1 for p in distinct if self._pool.ref_count(p) == 0)
+        loads = sum(1 for hps in mt._host_pages for hp in hps if hp != 0)
+        return sum(1 for p in distinct if self._pool.ref_count(p) == 0) + loads
 
-    def claim(self, tables: Sequence[BlockTable], match: PrefixMatch) -> None:
-        """Share the matched pages into fresh tables (one reference per slot)."""
+    def claim(self, tables: Sequence[BlockTable], match: PrefixMatch) -> LoadPlan | None:
+        """Share the matched pages into fresh tables (one reference per slot).
+
+        Every slot the match serves from the host gets a fresh device page (all-or-nothing
+        with the device queue: ValueError, nothing changed, when blocks_consumed_by_claim
+        exceeds the free pages) and its host page is pinned; the returned LoadPlan lists the
+        copies. None when nothing is served from the host (no copy to make).
+        """
         ts = self._check_tables(tables)
         mt = self._check_match(match)
         for t in ts:
             if not t.is_fresh:
                 raise ValueError("claim needs fresh (empty, unbound) tables")
         if mt.num_tokens == 0:
-            return
-        for g, (m, t) in enumerate(zip(self._managers, ts)):
-            b = len(mt._pages[g])
+            return None
+        loads = [
+            (g, j) for g, hps in enumerate(mt._host_pages) for j, hp in enumerate(hps) if hp != 0
+        ]
+        if loads:
+            need = self.blocks_consumed_by_claim(mt)
+            if need > self._pool.num_free:
+                raise ValueError(
+                    f"match: its claim takes {need} free device pages, "
+                    f"the pool has {self._pool.num_free}"
+                )
+        for g in range(self.num_groups):
             for page in mt._pages[g]:
                 if page != 0:
                     self._pinned[g] += self._pool.ref_count(page) == 0
                     self._pool._take_shared(page)
-            t.slots = list(mt._pages[g])
+        # The matched pages are out of the queue now, so this allocation cannot evict them.
+        fresh = self._pool._allocate(len(loads))
+        assert fresh is not None, "the claim's free pages were checked"
+        slots = [list(p) for p in mt._pages]
+        for (g, j), dp in zip(loads, fresh):
+            self._place_load(slots, g, j, dp)
+            self._pinned[g] += 1
+        plan: LoadPlan | None = None
+        if loads:
+            host = self._host
+            assert host is not None
+            hps = [mt._host_pages[g][j] for g, j in loads]
+            for hp in hps:
+                self._pin_host(hp)
+            plan = LoadPlan(
+                _Plan(
+                    self,
+                    [g for g, _ in loads],
+                    [j for _, j in loads],
+                    fresh,
+                    hps,
+                    [self._loaded_name(mt, g, j) for g, j in loads],
+                    [mt._parents[g][j] for g, j in loads],
+                ),
+                ts,
+            )
+        for g, (m, t) in enumerate(zip(self._managers, ts)):
+            b = len(mt._pages[g])
+            t.slots = slots[g]
+            t.load = plan
             t.tail_available = 0
             # The holes below the claimed resume pages are never rescanned.
             claimed = runs.claim_run(b, m._group(), self._resume(g))
@@ -328,6 +410,53 @@ class Coordinator:
             t.named_upto = b
             m._bind(self._pool, t)
             m._check_runs(t, 0, b)
+        return plan
+
+    def _place_load(self, slots: list[list[int]], g: int, j: int, page: int) -> None:
+        """A loaded page takes the host-served slot itself: a real slot, never a hole."""
+        slots[g][j] = page
+
+    def _pin_host(self, host_page: int) -> None:
+        """A pending load's host page leaves the host queue: no offload can evict it."""
+        assert self._host is not None
+        self._host._take_shared(host_page)
+
+    @staticmethod
+    def _loaded_name(mt: PrefixMatch, g: int, j: int) -> Name:
+        name = mt._names[g][j]
+        assert name is not None
+        return name
+
+    # -- host tier (semantics section 10; the plans live in spec/host.py) -----------------
+
+    def _need_host(self, what: str) -> None:
+        if self._host is None:
+            raise ValueError(f"{what}: the coordinator has no host pool")
+
+    def plan_offload(self, tables: Sequence[BlockTable], num_tokens: int) -> OffloadPlan | None:
+        """Host pages for every reachable named page up to num_tokens the host lacks.
+
+        None (nothing changed) when the host pool has too few free pages for the plan.
+        """
+        self._need_host("plan_offload")
+        ts = self._check_tables(tables)
+        n = count("num_tokens", num_tokens)
+        for m, t in zip(self._managers, ts):
+            if n > m._extent(t):
+                raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
+        return _plan_offload(self, ts, n)
+
+    def complete_offload(self, plan: OffloadPlan) -> None:
+        """The engine copied: the host pages take the names, the device references drop."""
+        _complete_offload(self, plan)
+
+    def abort_offload(self, plan: OffloadPlan) -> None:
+        """The engine gave up: the host pages go back unnamed, the device references drop."""
+        _abort_offload(self, plan)
+
+    def complete_load(self, plan: LoadPlan) -> None:
+        """The engine copied: the device pages take the names, the host pins drop."""
+        _complete_load(self, plan)
 
     def __repr__(self) -> str:
         return f"Coordinator({self._specs!r}, {self._pool!r})"

@@ -11,6 +11,7 @@ from . import geometry as geo
 from . import runs
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
+from .host import abort_load_on_free
 from .pool import BlockPool
 from .table import BlockTable
 
@@ -172,6 +173,9 @@ class _Manager:
     def _validate_reclaim(self, pool: object, table: object, f: object) -> int:
         t = self._check_table(table)
         self._check_pool(pool, t)
+        if t.load is not None:
+            # A loaded slot may be reclaimed only once it holds its content (section 10).
+            raise ValueError("table has a pending load: complete_load before reclaiming")
         return self._check_frontier(t, f)
 
     def reclaim_expired(self, pool: BlockPool, table: BlockTable, num_computed_tokens: int) -> int:
@@ -218,6 +222,9 @@ class _Manager:
     def _validate_free(self, pool: object, table: object) -> None:
         t = self._check_table(table)
         self._check_pool(pool, t)
+        if t.load is not None:
+            # Only the coordinator can abort the request's load (section 10).
+            raise ValueError("table has a pending load: free the request through its coordinator")
 
     def free(self, pool: BlockPool, table: BlockTable) -> None:
         """Release every page (last slot's page re-enters the queue first); empty the table."""
@@ -225,6 +232,8 @@ class _Manager:
         self._free(pool, table)
 
     def _free(self, pool: BlockPool, table: BlockTable) -> None:
+        if table.load is not None:
+            abort_load_on_free(table.load)
         pages = [p for p in table.slots if p != 0]
         if len(pages) != runs.real_pages(self._state(table), self._group()):
             raise AssertionError(f"free found {len(pages)} real pages, its runs say otherwise")

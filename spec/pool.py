@@ -39,6 +39,8 @@ COUNTERS = (
 class BlockPool:
     """Pages 0 .. num_blocks-1; page 0 is never allocated, freed, counted or cached."""
 
+    _TIER = "GPU"  # the tier its events carry (the host pool's is "CPU")
+
     def __init__(self, num_blocks: int, retention: bool = True, events: bool = False) -> None:
         self._num_blocks = bounded("num_blocks", num_blocks, 1)
         if not isinstance(retention, bool):
@@ -129,7 +131,7 @@ class BlockPool:
             assert isinstance(kind, str) and isinstance(group, int) and isinstance(keys, list)
             assert parent is None or isinstance(parent, bytes)
             assert first is None or isinstance(first, int)
-            out.append((kind, "GPU", group, tuple(keys), parent, first))
+            out.append((kind, self._TIER, group, tuple(keys), parent, first))
         self._events.clear()
         return out
 

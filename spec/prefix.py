@@ -64,12 +64,18 @@ class PrefixMatch:
         num_tokens: int,
         pages: list[list[int]],
         names: list[list[Name | None]],
+        host_pages: list[list[int]] | None = None,
+        parents: list[list[bytes | None]] | None = None,
     ) -> None:
         self._coordinator = coordinator
         self._num_tokens = num_tokens
         self._pages = pages
-        # The name each real page was matched under; None for holes.
+        # The name each present slot was matched under (device or host); None for holes.
         self._names = names
+        # Section 10: per group, the host page of each slot served from the host, else 0.
+        self._host_pages = host_pages if host_pages is not None else [[0] * len(p) for p in pages]
+        # Per group, the key of slot j - 1 (for a loaded page's stored event), None at slot 0.
+        self._parents = parents if parents is not None else [[None] * len(p) for p in pages]
 
     @property
     def num_tokens(self) -> int:
@@ -78,6 +84,11 @@ class PrefixMatch:
     @property
     def pages(self) -> list[list[int]]:
         return [list(p) for p in self._pages]
+
+    @property
+    def host_pages(self) -> list[list[int]]:
+        """Per group, the host page of each slot served from the host tier, else 0."""
+        return [list(p) for p in self._host_pages]
 
     def __repr__(self) -> str:
         real = sum(1 for g in self._pages for p in g if p)

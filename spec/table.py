@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .host import LoadPlan
     from .pool import BlockPool
     from .runs import Run
 
@@ -23,6 +24,8 @@ class BlockTable:
         self.named_upto = 0
         # The runs that built the slots (spec/runs.py): what the slots must agree with.
         self.runs: list[Run] = []
+        # A claim's pending load (section 10): freeing the table aborts it.
+        self.load: LoadPlan | None = None
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -57,6 +60,7 @@ class BlockTable:
         self.block_size = 0
         self.named_upto = 0
         self.runs = []
+        self.load = None
 
     def __repr__(self) -> str:
         return (

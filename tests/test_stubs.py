@@ -15,6 +15,8 @@ import livetail
 v: int = livetail.__version__
 m = livetail.PrefixMatch()
 g = livetail.Manager()
+o = livetail.OffloadPlan()
+h: livetail.BlockPool = livetail.HostPool(8)
 
 
 class Pool(livetail.BlockPool):
@@ -37,6 +39,13 @@ pool = livetail.BlockPool(64)
 coord = livetail.Coordinator([livetail.GroupSpec("full", 8)], pool)
 match: livetail.PrefixMatch = coord.match_prefix([])
 managers: list[livetail.Manager] = coord.managers
+host = livetail.HostPool(16, events=True)
+tiered = livetail.Coordinator([livetail.GroupSpec("full", 8)], livetail.BlockPool(64), host)
+offload: livetail.OffloadPlan | None = tiered.plan_offload(tiered.new_tables(), 0)
+load: livetail.LoadPlan | None = tiered.claim(tiered.new_tables(), tiered.match_prefix([]))
+if load is not None:
+    tiered.complete_load(load)
+same: livetail.HostPool | None = tiered.host
 """
 
 
@@ -71,6 +80,9 @@ def test_stub_rejects_subclasses_of_final_classes_and_constructing_a_match(
         'type "int")  [assignment]',
         'error: Too few arguments for "PrefixMatch"  [call-arg]',
         'error: Too few arguments for "Manager"  [call-arg]',
+        'error: Too few arguments for "OffloadPlan"  [call-arg]',
+        'error: Incompatible types in assignment (expression has type "HostPool", variable '
+        'has type "BlockPool")  [assignment]',
         'error: Cannot inherit from final class "BlockPool"  [misc]',
         'error: Cannot inherit from final class "SlidingWindowManager"  [misc]',
         'error: Cannot inherit from final class "GroupSpec"  [misc]',

@@ -14,8 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from livetail.spec import coordinator as spec_coordinator
 from livetail.spec import geometry as geo
+from livetail.spec import host as spec_host
 from livetail.spec import runs
+from livetail.spec.coordinator import Coordinator
 from livetail.spec.geometry import Arith, Num
 from livetail.spec.managers import _Manager
 from livetail.spec.pool import BlockPool
@@ -203,12 +206,91 @@ VARIANTS: dict[str, Variant] = {
 def applied(name: str) -> Iterator[Variant]:
     """Patch the spec with variant `name` inside the block; restore it afterwards."""
     try:
-        v = VARIANTS[name]
+        v = VARIANTS[name] if name in VARIANTS else HOST_VARIANTS[name]
     except KeyError:
-        raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+        known = ", ".join([*VARIANTS, *HOST_VARIANTS])
+        raise ValueError(f"unknown variant {name!r}; known: {known}") from None
     original = v.target.__dict__[v.attribute]
     setattr(v.target, v.attribute, v.replacement)
     try:
         yield v
     finally:
         setattr(v.target, v.attribute, original)
+
+
+# --- host tier (semantics section 10) ----------------------------------------------------
+# Caught by the host machine's data oracle (verify/machine_host.py, tests/test_host_machine.py);
+# no theorem covers the host tier yet, so they stay out of VARIANTS (livetail verify --mutants).
+
+
+def _load_into_hole(self: Coordinator, slots: list[list[int]], g: int, j: int, page: int) -> None:
+    # Wrong: the loaded page is not put in the table; the host-served slot stays a hole.
+    return None
+
+
+_offload_set = spec_host.offload_set
+
+
+def _offload_set_without_first_resume_page(
+    c: Coordinator, tables: list[BlockTable], n: int
+) -> list[tuple[int, int]]:
+    # Wrong: a sliding or state group offloads R - 1 of the R slots behind each boundary.
+    out = []
+    for g, j in _offload_set(c, tables, n):
+        R = c._resume(g)
+        if R <= 0 or (j + R) * c._managers[g].block_size % c.lcm_block_size != 0:
+            out.append((g, j))
+    return out
+
+
+def _complete_load_rotated(c: Coordinator, plan: object) -> None:
+    # Wrong: the names go to the plan's device pages rotated by one (the wrong page).
+    assert isinstance(plan, spec_host.LoadPlan)
+    pages = plan._device_pages
+    plan._device_pages = pages[1:] + pages[:1]
+    try:
+        spec_host.complete_load(c, plan)
+    finally:
+        plan._device_pages = pages
+
+
+def _pin_host_in_queue(self: Coordinator, host_page: int) -> None:
+    # Wrong: the pending load counts its host page but leaves it in the host queue, where
+    # an offload's allocation can evict and reuse it.
+    assert self._host is not None
+    self._host._ref[host_page] += 1
+
+
+HOST_VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant(
+            "load-into-hole",
+            "a claim leaves a host-served slot a hole instead of loading into it",
+            Coordinator,
+            "_place_load",
+            _load_into_hole,
+        ),
+        Variant(
+            "offload-skips-resume-page",
+            "an offload plan leaves out the first resume page behind each boundary",
+            spec_host,
+            "offload_set",
+            _offload_set_without_first_resume_page,
+        ),
+        Variant(
+            "load-into-wrong-page",
+            "complete_load names the plan's device pages rotated by one",
+            spec_coordinator,
+            "_complete_load",
+            _complete_load_rotated,
+        ),
+        Variant(
+            "evict-pinned-host-page",
+            "a pending load's host page stays in the host queue (evictable)",
+            Coordinator,
+            "_pin_host",
+            _pin_host_in_queue,
+        ),
+    )
+}

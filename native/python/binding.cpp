@@ -170,9 +170,12 @@ void keep_pool(PyTable& t, PyObject* pool) {
 }
 
 struct PyCoordinator : Coordinator {
-  PyCoordinator(std::vector<GroupSpec> specs, nb::handle pool)
-      : Coordinator(std::move(specs), *nb::inst_ptr<BlockPool>(pool)), pool_ref(nb::borrow(pool)) {}
+  PyCoordinator(std::vector<GroupSpec> specs, nb::handle pool, HostPool* host)
+      : Coordinator(std::move(specs), *nb::inst_ptr<BlockPool>(pool), host),
+        pool_ref(nb::borrow(pool)),
+        host_ref(host ? nb::find(host) : nb::none()) {}
   nb::object pool_ref;
+  nb::object host_ref;  // the HostPool, or None
   nb::list managers_py;  // the managers as Python objects of their own class, built once
 };
 
@@ -525,7 +528,12 @@ constexpr const char* kClaimDoc =
 (the match's pages, holes as holes), tail room 0, its reclaim floor below its resume pages,
 and is bound to the pool; a free matched page leaves the free queue. A match of 0 tokens
 changes nothing. A match of another coordinator, or one with a page that no longer carries
-the name it was matched under (evicted since), is a ValueError, and nothing changes.)";
+the name it was matched under (evicted since), is a ValueError, and nothing changes.
+
+Host tier (semantics section 10): every slot the match serves from the host gets a fresh
+device page (counted in blocks_consumed_by_claim; all or nothing: a ValueError, nothing
+changed, when the device pool is short) and its host page is pinned. Returns the LoadPlan
+of those copies, or None when nothing comes from the host.)";
 
 constexpr const char* kGroupSpecDoc =
     R"(One group of a Coordinator: kind 'full', 'sliding' (needs a window) or 'state';
@@ -545,6 +553,7 @@ read the current chunk's own entries from the pool during that chunk's forward:
 }  // namespace
 
 #include "bind_plan.inc"  // Coordinator.plan_step / apply_step (semantics section 9)
+#include "bind_host.inc"  // HostPool, offload and load plans (semantics section 10)
 #ifdef LIVETAIL_SANITIZE
 namespace livetail {
 void bind_sanitizer_control(nb::module_& m);  // test-only: sanitize_control.cpp
@@ -805,6 +814,10 @@ NB_MODULE(_core, m) {
           },
           nb::sig("def pages(self) -> list[numpy.typing.NDArray[numpy.int32]]"),
           "Per group, a new int32 array: the page of each slot below num_tokens (0 = hole).")
+      .def_prop_ro("host_pages", &host_pages_py,
+                   nb::sig("def host_pages(self) -> list[numpy.typing.NDArray[numpy.int32]]"),
+                   "Per group, a new int32 array: the host page of each slot served from the\n"
+                   "host tier (0 elsewhere; a device copy is preferred slot by slot).")
       .def("__repr__", [](const PrefixMatch& mt) {
         return "PrefixMatch(num_tokens=" + std::to_string(mt.num_tokens()) +
                ", real_pages=" + std::to_string(mt.num_real_pages()) + ")";
@@ -818,8 +831,8 @@ NB_MODULE(_core, m) {
       "act in ascending index.")
       .def(
           "__init__",
-          [](PyCoordinator* self, std::vector<GroupSpec> specs, PoolArg pool) {
-            auto* c = new (self) PyCoordinator(std::move(specs), pool);
+          [](PyCoordinator* self, std::vector<GroupSpec> specs, PoolArg pool, HostPool* host) {
+            auto* c = new (self) PyCoordinator(std::move(specs), pool, host);
             for (const Manager& g : c->managers()) {
               switch (g.kind()) {
                 case GroupKind::full:
@@ -835,13 +848,15 @@ NB_MODULE(_core, m) {
               }
             }
           },
-          "specs"_a, "pool"_a)
+          "specs"_a, "pool"_a, "host"_a.none() = nb::none())
       .def_prop_ro("base_block_size", &Coordinator::base_block_size)
       .def_prop_ro("lcm_block_size", &Coordinator::lcm_block_size)
       .def_prop_ro("num_groups", &Coordinator::num_groups)
       .def_prop_ro(
           "pool", [](const PyCoordinator& c) -> BlockPool& { return c.pool(); },
           nb::rv_policy::reference, "The pool every group allocates from.")
+      .def_prop_ro("host", &host_of, nb::sig("def host(self) -> HostPool | None"),
+                   "The host tier's pool (semantics section 10), None without one.")
       .def_prop_ro("specs", &Coordinator::specs)
       .def_prop_ro(
           "managers",
@@ -976,11 +991,12 @@ NB_MODULE(_core, m) {
       .def(
           "claim",
           [](PyCoordinator& c, Tables tables, const PrefixMatch& match) {
-            TableList ts(tables.obj, "tables");
-            c.claim(ts.span(), match);
-            ts.keep_pools(c.pool_ref.ptr());
+            return claim_py(c, tables.obj, match);
           },
-          "tables"_a, "match"_a, kClaimDoc)
+          "tables"_a, "match"_a,
+          nb::sig("def claim(self, tables: list[BlockTable] | tuple[BlockTable, ...], match: "
+                  "PrefixMatch) -> LoadPlan | None"),
+          kClaimDoc)
       .def("stats", [](const PyCoordinator& c) { return py::coordinator_stats(c); },
            "The pool's stats plus pinned_pages: the pages each group pins now.")
       .def("__repr__", [](const PyCoordinator& c) {
@@ -1061,6 +1077,7 @@ NB_MODULE(_core, m) {
       "Page ids of many tables as one 2-D int32 array, one row per table, padded with 0\n"
       "(a hole) to `width` columns (default: the longest table; a smaller width is an error).");
   bind_plan(m);
+  bind_host(m);
 
 #ifdef LIVETAIL_SANITIZE
   livetail::bind_sanitizer_control(m);

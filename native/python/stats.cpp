@@ -42,7 +42,9 @@ nb::dict coordinator_stats(const Coordinator& c) {
   return d;
 }
 
-nb::list take_events(BlockPool& pool) {
+nb::list take_events(BlockPool& pool) { return take_events_of_tier(pool, "GPU"); }
+
+nb::list take_events_of_tier(BlockPool& pool, const char* tier) {
   if (!pool.events_enabled())
     throw std::invalid_argument("take_events: the pool was built with events=False");
   nb::list out;
@@ -53,7 +55,7 @@ nb::list take_events(BlockPool& pool) {
     const bool stored = e.kind == BlockPool::EventKind::stored;
     nb::object parent = stored && e.has_parent ? nb::object(key_bytes(e.parent)) : nb::none();
     nb::object first = stored ? nb::object(nb::int_(e.first_slot)) : nb::none();
-    out.append(nb::make_tuple(stored ? "stored" : "removed", "GPU", e.group, nb::tuple(ks),
+    out.append(nb::make_tuple(stored ? "stored" : "removed", tier, e.group, nb::tuple(ks),
                               parent, first));
   }
   pool.clear_events();

@@ -17,5 +17,7 @@ nanobind::dict coordinator_stats(const Coordinator& c);
 // The queued events in order, as (kind, tier, group, keys, parent, first_slot) tuples, and
 // an empty queue. Throws std::invalid_argument for a pool built without events.
 nanobind::list take_events(BlockPool& pool);
+// The same with the events' tier: "GPU" for the device pool, "CPU" for the host pool.
+nanobind::list take_events_of_tier(BlockPool& pool, const char* tier);
 
 }  // namespace livetail::py

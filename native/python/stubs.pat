@@ -14,3 +14,10 @@
 
 \.Manager\.__prefix__$:
     def __init__(self, _never: typing.NoReturn, /) -> None: ...
+
+# Plans are made by the coordinator (plan_offload, claim) only.
+\.OffloadPlan\.__prefix__$:
+    def __init__(self, _never: typing.NoReturn, /) -> None: ...
+
+\.LoadPlan\.__prefix__$:
+    def __init__(self, _never: typing.NoReturn, /) -> None: ...

@@ -50,9 +50,10 @@ void GroupSpec::check() const {
     fail("live_tail_alloc", std::string("is only taken by sliding groups, not ") + kind_name(kind));
 }
 
-Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool)
+Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host)
     : specs_(std::move(specs)),
       pool_(&pool),
+      host_(host),
       id_(next_coordinator.fetch_add(1, std::memory_order_relaxed)) {
   if (specs_.empty()) fail("specs", "must name at least one group");
   // Sums over groups of per-group counts (each <= 2**31 - 1) then fit int64.
@@ -115,6 +116,10 @@ inline void Coordinator::check_tables(std::span<BlockTable* const> tables) const
   }
 }
 
+void Coordinator::check_tables_outlined(std::span<BlockTable* const> tables) const {
+  check_tables(tables);
+}
+
 bool Coordinator::acquire(std::span<BlockTable* const> tables, int64_t num_tokens) {
   Manager::check_count(num_tokens, "num_tokens");
   check_tables(tables);
@@ -165,8 +170,10 @@ int64_t Coordinator::blocks_needed_for_sequential(std::span<BlockTable* const> t
 int64_t Coordinator::reclaim_expired(std::span<BlockTable* const> tables,
                                      int64_t num_computed_tokens) {
   check_tables(tables);
-  for (size_t i = 0; i < managers_.size(); ++i)
+  for (size_t i = 0; i < managers_.size(); ++i) {
+    Manager::check_no_load(*tables[i]);
     managers_[i].check_frontier(*tables[i], num_computed_tokens);
+  }
   int64_t reentered = 0;
   for (size_t i = 0; i < managers_.size(); ++i) {
     const int64_t r = managers_[i].reclaim_unchecked(*pool_, *tables[i], num_computed_tokens);
@@ -180,6 +187,7 @@ int64_t Coordinator::free(std::span<BlockTable* const> tables) {
   check_tables(tables);
   int64_t reentered = 0;
   for (size_t i = 0; i < managers_.size(); ++i) {
+    if (tables[i]->load_ != 0) abort_load(tables[i]->load_);
     if (!tables[i]->is_bound()) continue;
     const int64_t r = managers_[i].free_unchecked(*pool_, *tables[i]);
     pinned_[i] -= r;
@@ -206,6 +214,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
       if (t->visit_ == visit) fail("table", "appears twice in the batch");
       t->visit_ = visit;
       m.check_table(pool_, *t);
+      Manager::check_no_load(*t);
       m.check_fits(t->size(), t->tail_, 1, "num_tokens");
       Manager::check_count(f, "num_computed_tokens");
       // The reclaim runs after the acquire, so its frontier may reach the new token.
@@ -318,7 +327,18 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   };
   // A full group supports exactly the boundaries inside its longest named prefix. Its names'
   // records are kept for the pages below (per-thread scratch: no allocation once warm).
-  thread_local std::vector<int32_t> full_recs;
+  // With a host tier a slot is present if its name is on the device or on the host (section
+  // 10); full_recs then holds the device record, or the host record with the top bit set.
+  const BlockPool* host = host_;
+  constexpr uint32_t kHostRec = 0x80000000u;
+  auto find = [&](size_t i, int64_t j) -> uint32_t {
+    const auto group = static_cast<int32_t>(i);
+    const int32_t rec = pool_->find_name(group, key(i, j));
+    if (rec != 0 || host == nullptr) return static_cast<uint32_t>(rec);
+    const int32_t hrec = host->find_name(group, key(i, j));
+    return hrec == 0 ? 0 : static_cast<uint32_t>(hrec) | kHostRec;
+  };
+  thread_local std::vector<uint32_t> full_recs;
   thread_local std::vector<size_t> full_at;
   full_recs.clear();
   full_at.assign(g, 0);
@@ -328,7 +348,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
     const int64_t cap = top * slots_per;
     full_at[i] = full_recs.size();
     for (int64_t j = 0; j < cap; ++j) {
-      const int32_t rec = pool_->find_name(static_cast<int32_t>(i), key(i, j));
+      const uint32_t rec = find(i, j);
       if (rec == 0) break;
       full_recs.push_back(rec);
     }
@@ -342,8 +362,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
       const int64_t R = resume(i);
       if (R < 0) continue;
       const int64_t b = t * (lcm_ / managers_[i].block_size());
-      for (int64_t j = std::max<int64_t>(0, b - R); j < b && ok; ++j)
-        ok = pool_->find_name(static_cast<int32_t>(i), key(i, j)) != 0;
+      for (int64_t j = std::max<int64_t>(0, b - R); j < b && ok; ++j) ok = find(i, j) != 0;
     }
     if (ok) break;
   }
@@ -365,18 +384,28 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   }
   out.begin_[g] = slots;
   out.pages_.assign(static_cast<size_t>(slots), 0);  // holes below the resume pages
+  out.host_pages_.assign(static_cast<size_t>(slots), 0);
   out.named_.reserve(static_cast<size_t>(real));
+  if (host != nullptr) out.host_named_.reserve(static_cast<size_t>(real));
   for (size_t i = 0; i < g; ++i) {
     const int64_t b = out.begin_[i + 1] - out.begin_[i];
     const int64_t R = resume(i);
     int32_t* pages = out.pages_.data() + out.begin_[i];
+    const int64_t k = managers_[i].block_size() / base_;
     for (int64_t j = R < 0 ? 0 : std::max<int64_t>(0, b - R); j < b; ++j) {
-      const Key& k = key(i, j);
-      const int32_t rec = R < 0 ? full_recs[full_at[i] + static_cast<size_t>(j)]
-                                : pool_->find_name(static_cast<int32_t>(i), k);
-      const int32_t page = pool_->lookup(rec);
-      pages[j] = page;
-      out.named_.push_back({page, static_cast<int32_t>(i), k});
+      const Key& kj = key(i, j);
+      const uint32_t rec = R < 0 ? full_recs[full_at[i] + static_cast<size_t>(j)] : find(i, j);
+      if ((rec & kHostRec) == 0) {  // device copies preferred slot by slot
+        const int32_t page = pool_->lookup(static_cast<int32_t>(rec));
+        pages[j] = page;
+        out.named_.push_back({page, static_cast<int32_t>(i), kj});
+      } else {
+        const int32_t hp = host->lookup(static_cast<int32_t>(rec & ~kHostRec));
+        out.host_pages_[static_cast<size_t>(out.begin_[i] + j)] = hp;
+        PrefixMatch::HostNamed h{hp, static_cast<int32_t>(i), j, kj, j > 0, Key{}};
+        if (j > 0) h.parent = keys[static_cast<size_t>(j * k - 1)];
+        out.host_named_.push_back(h);
+      }
     }
   }
   return out;
@@ -388,6 +417,10 @@ void Coordinator::check_match(const PrefixMatch& match) const {
     if (!pool_->has_name(n.page, n.group, n.key))
       fail("match", "is stale: page " + std::to_string(n.page) +
                         " was evicted since the match (match again)");
+  for (const PrefixMatch::HostNamed& n : match.host_named_)
+    if (host_ == nullptr || !static_cast<const BlockPool*>(host_)->has_name(n.page, n.group, n.key))
+      fail("match", "is stale: host page " + std::to_string(n.page) +
+                        " was evicted since the match (match again)");
 }
 
 int64_t Coordinator::blocks_consumed_by_claim(const PrefixMatch& match) const {
@@ -395,10 +428,11 @@ int64_t Coordinator::blocks_consumed_by_claim(const PrefixMatch& match) const {
   // Matched pages are distinct (one name per page, one slot per name), so no set is needed.
   int64_t n = 0;
   for (const PrefixMatch::Named& p : match.named_) n += pool_->ref_[p.page] == 0;
-  return n;
+  return n + match.num_host_pages();  // one fresh device page per host-served slot
 }
 
-void Coordinator::claim(std::span<BlockTable* const> tables, const PrefixMatch& match) {
+std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
+                                           const PrefixMatch& match) {
   check_tables(tables);
   check_match(match);
   const size_t g = managers_.size();
@@ -409,9 +443,28 @@ void Coordinator::claim(std::span<BlockTable* const> tables, const PrefixMatch& 
     if (pool_->ref_[p.page] == std::numeric_limits<int32_t>::max())
       fail("match", "holds page " + std::to_string(p.page) +
                         ", which 2^31 - 1 holders already share (its reference count is full)");
-  if (match.num_tokens_ == 0) return;
+  if (match.num_tokens_ == 0) return std::nullopt;
+  const auto loads = static_cast<size_t>(match.num_host_pages());
+  std::optional<LoadPlan> plan;
+  if (loads != 0) {
+    int64_t need = static_cast<int64_t>(loads);  // blocks_consumed_by_claim, checked above
+    for (const PrefixMatch::Named& p : match.named_) need += pool_->ref_[p.page] == 0;
+    if (need > pool_->num_free())
+      fail("match:", "its claim takes " + std::to_string(need) +
+                         " free device pages, the pool has " + std::to_string(pool_->num_free()));
+    plan.emplace();  // allocations (std::bad_alloc) before any change
+    plan->coordinator_ = id_;
+    plan->groups_.resize(loads);
+    plan->slots_.resize(loads);
+    plan->device_.resize(loads);
+    plan->host_.resize(loads);
+    plan->keys_.resize(loads);
+    plan->parents_.resize(loads);
+    plan->has_parent_.resize(loads);
+  }
   for (size_t i = 0; i < g; ++i)  // the only throw (std::bad_alloc): nothing changed yet
     tables[i]->slots_.reserve(static_cast<size_t>(match.pages(static_cast<int64_t>(i)).size()));
+  if (plan) loads_.push_back({0, std::vector<int32_t>(loads), std::vector<BlockTable*>(g)});
   for (size_t i = 0; i < g; ++i) {
     BlockTable& t = *tables[i];
     const std::span<const int32_t> pages = match.pages(static_cast<int64_t>(i));
@@ -430,6 +483,31 @@ void Coordinator::claim(std::span<BlockTable* const> tables, const PrefixMatch& 
     pinned_[static_cast<size_t>(p.group)] += pool_->ref_[p.page] == 0;
     pool_->take_shared(p.page);
   }
+  if (!plan) return plan;
+  // The matched pages are out of the queue now, so this allocation cannot evict them.
+  pool_->take(static_cast<int64_t>(loads), plan->device_.data());
+  BlockPool& hb = *host_;
+  for (size_t e = 0; e < loads; ++e) {
+    const PrefixMatch::HostNamed& h = match.host_named_[e];
+    const auto gi = static_cast<size_t>(h.group);
+    tables[gi]->slots_[static_cast<size_t>(h.slot)] = plan->device_[e];  // a real slot
+    ++pinned_[gi];
+    hb.take_shared(h.page);
+    plan->groups_[e] = h.group;
+    plan->slots_[e] = static_cast<int32_t>(h.slot);
+    plan->host_[e] = h.page;
+    plan->keys_[e] = h.key;
+    plan->parents_[e] = h.parent;
+    plan->has_parent_[e] = h.has_parent;
+  }
+  PendingLoad& pending = loads_.back();
+  pending.id = plan->id_ = next_load_++;
+  std::copy(plan->host_.begin(), plan->host_.end(), pending.host_pages.begin());
+  for (size_t i = 0; i < g; ++i) {
+    pending.tables[i] = tables[i];
+    tables[i]->load_ = plan->id_;
+  }
+  return plan;
 }
 
 }  // namespace livetail

@@ -109,6 +109,10 @@ void Manager::fail_frontier(int64_t f, int64_t extent) {
        "= " + std::to_string(f) + " is above the table's extent " + std::to_string(extent));
 }
 
+void Manager::fail_load() {
+  fail("table", "has a pending load: complete_load first (freeing the request aborts it)");
+}
+
 void Manager::grow(BlockTable& t, int64_t slots) {
   // Geometric growth: an exact reserve per decode step would copy the table every time.
   t.slots_.reserve(std::max(static_cast<size_t>(slots), 2 * t.slots_.capacity()));

@@ -114,6 +114,7 @@ void Coordinator::apply_step(StepPlan& plan) {
   for (size_t req = plan.tokens_.size(); req-- > k;)
     for (size_t j = 0; j < g; ++j) {
       BlockTable& t = *plan.tables_[req * g + j];
+      if (t.load_ != 0) abort_load(t.load_);  // a preempted request's pending load ends
       if (t.is_bound()) pinned_[j] -= m[j].free_unchecked(*pool_, t);
     }
   for (size_t req = 0; req < k; ++req) {

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "livetail/host.h"
 #include "livetail/managers.h"
 #include "livetail/plan.h"
 #include "livetail/pool.h"
@@ -43,12 +44,14 @@ struct DecodeResult {
 class Coordinator {
  public:
   // Throws std::invalid_argument for no specs or an lcm of page sizes above 2**31 - 1.
-  Coordinator(std::vector<GroupSpec> specs, BlockPool& pool);
+  // host: the host tier's pool (semantics section 10), or none.
+  Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host = nullptr);
 
   int64_t num_groups() const noexcept { return static_cast<int64_t>(managers_.size()); }
   int64_t base_block_size() const noexcept { return base_; }
   int64_t lcm_block_size() const noexcept { return lcm_; }
   BlockPool& pool() const noexcept { return *pool_; }
+  HostPool* host() const noexcept { return host_; }
   const std::vector<GroupSpec>& specs() const noexcept { return specs_; }
   const std::vector<Manager>& managers() const noexcept { return managers_; }
 
@@ -95,7 +98,31 @@ class Coordinator {
   // Shares the matched pages into fresh tables (one reference per slot): every table gets
   // num_tokens / B slots, tail 0, reclaim floor below its resume pages, and is bound. Throws
   // (nothing changed) as blocks_consumed_by_claim does, and for tables that are not fresh.
-  void claim(std::span<BlockTable* const> tables, const PrefixMatch& match);
+  // Host-served slots (section 10) get one fresh device page each, all or nothing with the
+  // device queue (a shortfall throws, nothing changed), and their host pages are pinned: the
+  // returned LoadPlan lists the copies; none when nothing is served from the host. The
+  // tables must outlive a pending load.
+  std::optional<LoadPlan> claim(std::span<BlockTable* const> tables, const PrefixMatch& match);
+
+  // --- host tier (semantics section 10; defined in host.cpp) ------------------------------
+  // Every call throws std::invalid_argument (nothing changed) on a coordinator without host.
+
+  // Host pages for every reachable named device page up to num_tokens whose name the host
+  // does not hold (full groups: named slots below num_tokens / B; sliding and state groups:
+  // the R slots behind every lcm boundary up to num_tokens), in group then slot order, one
+  // all-or-nothing host allocation; each device page gets one more reference. No value
+  // (nothing changed) when the host pool is short. num_tokens above an extent throws.
+  std::optional<OffloadPlan> plan_offload(std::span<BlockTable* const> tables,
+                                          int64_t num_tokens);
+  // The copy is done: host pages take the names, the device references drop. Throws for a
+  // plan of another coordinator or one that ended already.
+  void complete_offload(OffloadPlan& plan);
+  // The copy is abandoned: host pages go back unnamed, the device references drop.
+  void abort_offload(OffloadPlan& plan);
+  // The copy is done: the device pages take the names, the host pins drop. Throws for a plan
+  // of another coordinator or one that ended (completed, or aborted by freeing its request).
+  void complete_load(LoadPlan& plan);
+  PlanState load_state(const LoadPlan& plan) const noexcept;
 
   // Pages group g pins now (taken by its acquires and claims, not yet back in the queue). O(1).
   int64_t pinned_pages(int64_t g) const noexcept { return pinned_[static_cast<size_t>(g)]; }
@@ -116,8 +143,15 @@ class Coordinator {
 
  private:
   void check_tables(std::span<BlockTable* const> tables) const;
+  void check_tables_outlined(std::span<BlockTable* const> tables) const;  // for host.cpp
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
   void check_match(const PrefixMatch& match) const;
+  void need_host(const char* what) const;
+  void check_plan(const CopyPlan& plan, PlanState state, const char* what) const;
+  // Ends a pending load whose request is being freed: host pins drop (host.cpp).
+  void abort_load(uint64_t id);
+  // Drops the device references of an offload, last entry first.
+  void release_offloaded(const CopyPlan& plan);
   // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).
   int64_t resume(size_t g) const noexcept;
 
@@ -125,6 +159,15 @@ class Coordinator {
   std::vector<Manager> managers_;
   std::vector<int64_t> pinned_;  // per group
   BlockPool* pool_;
+  HostPool* host_;
+  // Pending loads: each plan's id, host pages and tables (cleared when the load ends).
+  struct PendingLoad {
+    uint64_t id;
+    std::vector<int32_t> host_pages;
+    std::vector<BlockTable*> tables;
+  };
+  std::vector<PendingLoad> loads_;
+  uint64_t next_load_ = 1;
   int64_t base_ = 0;
   int64_t lcm_ = 0;
   uint64_t id_;

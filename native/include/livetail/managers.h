@@ -63,6 +63,12 @@ class Manager {
     if (f > geometry::extent(t.size(), t.tail_, B_)) [[unlikely]]
       fail_frontier(f, geometry::extent(t.size(), t.tail_, B_));
   }
+  // A table with a pending load (semantics section 10) is reclaimed only once the load ends,
+  // and freed only through its coordinator (which aborts the load).
+  static void check_no_load(const BlockTable& t) {
+    if (t.load_ != 0) [[unlikely]]
+      fail_load();
+  }
   static void check_count(int64_t value, const char* name) {
     if (value < 0) [[unlikely]]
       fail_count(value, name);
@@ -106,6 +112,7 @@ class Manager {
   [[noreturn, gnu::cold]] void fail_block_size(int64_t table_block_size) const;
   [[noreturn, gnu::cold]] static void fail_fits(int64_t n, const char* name);
   [[noreturn, gnu::cold]] static void fail_frontier(int64_t f, int64_t extent);
+  [[noreturn, gnu::cold]] static void fail_load();
   static void grow(BlockTable& t, int64_t slots);
   // Appends the slots of an acquire of n > tail tokens, real or hole (tail_ still the old one).
   void append_slots(BlockPool& pool, BlockTable& t, int64_t n) const;
@@ -167,12 +174,14 @@ inline int64_t Manager::blocks_needed_for_sequential(const BlockTable& t, int64_
 inline int64_t Manager::reclaim_expired(BlockPool& pool, BlockTable& t,
                                         int64_t num_computed_tokens) const {
   check_table(&pool, t);
+  check_no_load(t);
   check_frontier(t, num_computed_tokens);
   return reclaim_unchecked(pool, t, num_computed_tokens);
 }
 
 inline int64_t Manager::free(BlockPool& pool, BlockTable& t) const {
   check_table(&pool, t);
+  check_no_load(t);
   if (!t.is_bound()) return 0;  // nothing to give back
   return free_unchecked(pool, t);
 }

@@ -64,6 +64,13 @@ class PrefixMatch {
                                      static_cast<size_t>(begin_[i + 1] - begin_[i]));
   }
   int64_t num_real_pages() const noexcept { return static_cast<int64_t>(named_.size()); }
+  // Group g's host page per slot: non-zero where the slot is served from the host tier.
+  std::span<const int32_t> host_pages(int64_t g) const noexcept {
+    const auto i = static_cast<size_t>(g);
+    return std::span(host_pages_).subspan(static_cast<size_t>(begin_[i]),
+                                          static_cast<size_t>(begin_[i + 1] - begin_[i]));
+  }
+  int64_t num_host_pages() const noexcept { return static_cast<int64_t>(host_named_.size()); }
 
  private:
   friend class Coordinator;
@@ -77,7 +84,17 @@ class PrefixMatch {
   int64_t num_tokens_ = 0;
   std::vector<int32_t> pages_;  // every group's slots, group after group
   std::vector<int64_t> begin_;  // group g is pages_[begin_[g], begin_[g+1])
-  std::vector<Named> named_;    // one per real page
+  std::vector<Named> named_;    // one per real device page
+  struct HostNamed {
+    int32_t page;
+    int32_t group;
+    int64_t slot;
+    Key key;
+    bool has_parent;
+    Key parent;  // key of slot - 1, for the loaded page's stored event
+  };
+  std::vector<int32_t> host_pages_;     // same layout as pages_, 0 = not from the host
+  std::vector<HostNamed> host_named_;   // one per host-served slot, group then slot order
 };
 
 }  // namespace livetail

@@ -24,7 +24,8 @@ class BlockTable {
         tail_(std::exchange(o.tail_, 0)),
         floor_(std::exchange(o.floor_, 0)),
         real_(std::exchange(o.real_, 0)),
-        named_upto_(std::exchange(o.named_upto_, 0)) {
+        named_upto_(std::exchange(o.named_upto_, 0)),
+        load_(std::exchange(o.load_, 0)) {
     o.slots_.clear();
   }
 
@@ -46,6 +47,8 @@ class BlockTable {
   bool is_fresh() const noexcept { return slots_.empty() && pool_ == nullptr; }
   // Slots below it were offered prefix-cache names and are never revisited.
   int64_t named_upto() const noexcept { return named_upto_; }
+  // A claim's pending load (semantics section 10): freeing the request aborts it.
+  bool has_pending_load() const noexcept { return load_ != 0; }
 
  private:
   friend class Manager;
@@ -58,6 +61,7 @@ class BlockTable {
   int64_t floor_ = 0;
   int64_t real_ = 0;
   int64_t named_upto_ = 0;  // set by cache_full_blocks and claim, cleared by free
+  uint64_t load_ = 0;       // the pending load's id in its coordinator, 0 = none
   uint64_t visit_ = 0;      // last batch call that saw this table (finds repeats in O(1))
 };
 

@@ -1,0 +1,164 @@
+// Host tier (semantics section 10): offload plans, load completion, loads aborted by free.
+// Claim with loads and the match across tiers live with the device versions (coordinator.cpp).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "livetail/coordinator.h"
+
+namespace livetail {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& what) {
+  throw std::invalid_argument(name + " " + what);
+}
+
+const char* state_name(PlanState s) {
+  return s == PlanState::completed ? "completed" : s == PlanState::aborted ? "aborted" : "pending";
+}
+
+}  // namespace
+
+void Coordinator::need_host(const char* what) const {
+  if (host_ == nullptr) fail(std::string(what) + ":", "the coordinator has no host pool");
+}
+
+void Coordinator::check_plan(const CopyPlan& plan, PlanState state, const char* what) const {
+  need_host(what);
+  if (plan.coordinator_ != id_) fail("plan", "comes from another coordinator");
+  if (state != PlanState::pending)
+    fail("plan", std::string("was ") + state_name(state) + " already");
+}
+
+std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const> tables,
+                                                     int64_t num_tokens) {
+  need_host("plan_offload");
+  Manager::check_count(num_tokens, "num_tokens");
+  check_tables_outlined(tables);
+  for (size_t i = 0; i < managers_.size(); ++i) {
+    const BlockTable& t = *tables[i];
+    const int64_t extent = geometry::extent(t.size(), t.tail_, managers_[i].block_size());
+    if (num_tokens > extent)
+      fail("num_tokens", "= " + std::to_string(num_tokens) + " is past the table's extent " +
+                             std::to_string(extent));
+  }
+  const BlockPool& hb = *host_;
+  OffloadPlan plan;
+  plan.coordinator_ = id_;
+  auto add = [&](size_t i, const int32_t* s, int64_t j) {
+    const int32_t p = s[j];
+    if (p == 0 || !pool_->is_cached(p)) return;
+    const BlockPool::NameRec& name =
+        pool_->recs_[static_cast<size_t>(pool_->page_name_[static_cast<size_t>(p)].rec)];
+    if (hb.find_name(name.group, name.key) != 0) return;  // the host holds it already
+    const int32_t prev = j > 0 ? s[j - 1] : 0;
+    const bool has_parent = prev != 0 && pool_->is_cached(prev);
+    plan.groups_.push_back(static_cast<int32_t>(i));
+    plan.slots_.push_back(static_cast<int32_t>(j));
+    plan.device_.push_back(p);
+    plan.keys_.push_back(name.key);
+    plan.has_parent_.push_back(has_parent);
+    plan.parents_.push_back(
+        has_parent
+            ? pool_->recs_[static_cast<size_t>(pool_->page_name_[static_cast<size_t>(prev)].rec)]
+                  .key
+            : Key{});
+  };
+  for (size_t i = 0; i < managers_.size(); ++i) {
+    const int32_t* s = tables[i]->slots_.data();
+    const int64_t B = managers_[i].block_size();
+    const int64_t R = resume(i);
+    if (R < 0) {
+      for (int64_t j = 0; j < num_tokens / B; ++j) add(i, s, j);
+      continue;
+    }
+    // The R slots behind every lcm boundary up to num_tokens, each once, ascending.
+    int64_t next = 0;
+    for (int64_t T = lcm_; T <= num_tokens; T += lcm_) {
+      const int64_t b = T / B;
+      for (int64_t j = std::max(next, b - R); j < b; ++j) add(i, s, j);
+      next = std::max(next, b);
+    }
+  }
+  const int64_t k = plan.num_pages();
+  if (k > host_->num_free()) return std::nullopt;
+  plan.host_.resize(static_cast<size_t>(k));
+  host_->take(k, plan.host_.data());
+  for (const int32_t p : plan.device_) ++pool_->ref_[p];  // the copy's reference
+  pool_->version_ += k != 0;
+  return plan;
+}
+
+void Coordinator::release_offloaded(const CopyPlan& plan) {
+  // A page whose request was freed meanwhile re-enters the queue here: no group pins it now.
+  BlockPool::Releaser rel(*pool_);
+  for (size_t e = plan.device_.size(); e-- > 0;)
+    if (rel.release(plan.device_[e])) --pinned_[static_cast<size_t>(plan.groups_[e])];
+  rel.done();
+}
+
+void Coordinator::complete_offload(OffloadPlan& plan) {
+  check_plan(plan, plan.state_, "complete_offload");
+  BlockPool& hb = *host_;
+  hb.reserve_names(plan.num_pages());  // the only throw (std::bad_alloc): nothing changed yet
+  for (size_t e = 0; e < plan.host_.size(); ++e) {
+    const int r = hb.set_name(plan.host_[e], plan.groups_[e], plan.keys_[e]);
+    if (r == 2 && hb.events_enabled())
+      hb.note_stored(plan.groups_[e], plan.slots_[e], plan.keys_[e],
+                     plan.has_parent_[e] ? &plan.parents_[e] : nullptr);
+  }
+  hb.end_event_op();
+  host_->offloaded_ += plan.num_pages();
+  // Named host pages join the back of the host queue, the plan's last page first.
+  hb.free(plan.host_);
+  release_offloaded(plan);
+  plan.state_ = PlanState::completed;
+}
+
+void Coordinator::abort_offload(OffloadPlan& plan) {
+  check_plan(plan, plan.state_, "abort_offload");
+  host_->free(plan.host_);  // unnamed: the front of the host queue
+  release_offloaded(plan);
+  plan.state_ = PlanState::aborted;
+}
+
+PlanState Coordinator::load_state(const LoadPlan& plan) const noexcept {
+  if (plan.state_ != PlanState::pending) return plan.state_;
+  for (const PendingLoad& l : loads_)
+    if (l.id == plan.id_ && plan.coordinator_ == id_) return PlanState::pending;
+  return plan.coordinator_ == id_ ? PlanState::aborted : PlanState::pending;
+}
+
+void Coordinator::complete_load(LoadPlan& plan) {
+  check_plan(plan, plan.coordinator_ == id_ ? load_state(plan) : plan.state_, "complete_load");
+  pool_->reserve_names(plan.num_pages());  // the only throw (std::bad_alloc)
+  const bool events = pool_->events_enabled();
+  for (size_t e = 0; e < plan.device_.size(); ++e) {
+    const int r = pool_->set_name(plan.device_[e], plan.groups_[e], plan.keys_[e]);
+    if (r == 2 && events)
+      pool_->note_stored(plan.groups_[e], plan.slots_[e], plan.keys_[e],
+                         plan.has_parent_[e] ? &plan.parents_[e] : nullptr);
+  }
+  pool_->end_event_op();
+  host_->loaded_ += plan.num_pages();
+  host_->free(plan.host_);
+  const auto it = std::find_if(loads_.begin(), loads_.end(),
+                               [&](const PendingLoad& l) { return l.id == plan.id_; });
+  for (BlockTable* t : it->tables)
+    if (t->load_ == plan.id_) t->load_ = 0;
+  loads_.erase(it);
+  plan.state_ = PlanState::completed;
+}
+
+void Coordinator::abort_load(uint64_t id) {
+  const auto it =
+      std::find_if(loads_.begin(), loads_.end(), [&](const PendingLoad& l) { return l.id == id; });
+  // The device pages need nothing: they are unnamed slots of the tables being freed.
+  host_->free(it->host_pages);
+  for (BlockTable* t : it->tables)
+    if (t->load_ == id) t->load_ = 0;
+  loads_.erase(it);
+}
+
+}  // namespace livetail

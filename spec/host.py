@@ -1,0 +1,257 @@
+"""Host tier (semantics section 10): a host pool, offload plans and load plans.
+
+The host pool follows section 2 exactly (its own page ids, page 0 null, one FIFO queue,
+reference counts, names (group, key), retention); its events carry tier "CPU". The
+coordinator (spec/coordinator.py) decides what to copy; the plans here record it and
+apply the bookkeeping once the engine has copied (or given up).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._args import instance
+from .pool import BlockPool, Name
+
+if TYPE_CHECKING:
+    from .coordinator import Coordinator
+    from .table import BlockTable
+
+# Counters only the host pool has, after the device pool's (README: Host tier).
+HOST_COUNTERS = ("pages_offloaded", "pages_loaded")
+
+PENDING, COMPLETED, ABORTED = "pending", "completed", "aborted"
+
+
+class HostPool(BlockPool):
+    """Host pages 0 .. num_blocks-1 with the device pool's queue, counts and names."""
+
+    _TIER = "CPU"
+
+    def __init__(self, num_blocks: int, events: bool = False) -> None:
+        super().__init__(num_blocks, retention=True, events=events)
+        self._host_counters = dict.fromkeys(HOST_COUNTERS, 0)
+
+    def stats(self) -> dict[str, int]:
+        """The device pool's counters and gauges, then pages_offloaded and pages_loaded."""
+        out = super().stats()
+        out.update(self._host_counters)
+        return out
+
+    def __repr__(self) -> str:
+        return f"HostPool(num_blocks={self.num_blocks}, num_free={self.num_free})"
+
+
+class _Plan:
+    """Copies between the tiers: entry i copies group groups[i]'s slot slots[i]."""
+
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        groups: list[int],
+        slots: list[int],
+        device_pages: list[int],
+        host_pages: list[int],
+        names: list[Name],
+        parents: list[bytes | None],
+    ) -> None:
+        self._coordinator = coordinator
+        self._groups = groups
+        self._slots = slots
+        self._device_pages = device_pages
+        self._host_pages = host_pages
+        self._names = names
+        self._parents = parents  # key of slot - 1 for the stored event, None if unknown
+        self._state = PENDING
+
+    @property
+    def num_pages(self) -> int:
+        return len(self._groups)
+
+    @property
+    def groups(self) -> list[int]:
+        return list(self._groups)
+
+    @property
+    def slots(self) -> list[int]:
+        return list(self._slots)
+
+    @property
+    def device_pages(self) -> list[int]:
+        return list(self._device_pages)
+
+    @property
+    def host_pages(self) -> list[int]:
+        return list(self._host_pages)
+
+    @property
+    def state(self) -> str:
+        """'pending' until completed or aborted (a load also aborts when its request is freed)."""
+        return self._state
+
+    def _check(self, c: Coordinator, what: str) -> None:
+        if c._host is None:
+            raise ValueError(f"{what}: the coordinator has no host pool")
+        if self._coordinator is not c:
+            raise ValueError("plan comes from another coordinator")
+        if self._state != PENDING:
+            raise ValueError(f"plan was {self._state} already")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_pages={self.num_pages}, state={self._state!r})"
+
+
+class OffloadPlan(_Plan):
+    """Device page -> host page copies; each device page holds one extra reference meanwhile."""
+
+
+class LoadPlan(_Plan):
+    """Host page -> device page copies into a claimed request's real slots."""
+
+    def __init__(self, plan: _Plan, tables: list[BlockTable]) -> None:
+        super().__init__(
+            plan._coordinator,
+            plan._groups,
+            plan._slots,
+            plan._device_pages,
+            plan._host_pages,
+            plan._names,
+            plan._parents,
+        )
+        self._tables = tables  # the request's tables; freeing one aborts the load
+
+
+def offload_set(c: Coordinator, tables: list[BlockTable], n: int) -> list[tuple[int, int]]:
+    """(group, slot) of every reachable named slot up to n tokens, by group then slot."""
+    out: list[tuple[int, int]] = []
+    lcm = c.lcm_block_size
+    for g, (m, t) in enumerate(zip(c._managers, tables)):
+        B = m.block_size
+        R = c._resume(g)
+        if R < 0:
+            slots = list(range(n // B))
+        else:
+            # The R slots behind every lcm boundary up to n: all a match can ever use.
+            wanted: set[int] = set()
+            for T in range(lcm, n + 1, lcm):
+                b = T // B
+                wanted.update(range(max(0, b - R), b))
+            slots = sorted(wanted)
+        for j in slots:
+            if t.slots[j] != 0 and c._pool._is_cached(t.slots[j]):
+                out.append((g, j))
+    return out
+
+
+def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPlan | None:
+    """Host pages for every reachable named device page whose name the host lacks.
+
+    None (nothing changed) when the host pool has too few free pages for all of them.
+    """
+    host = c._host
+    assert host is not None
+    pool = c._pool
+    picked: list[tuple[int, int, int, Name, bytes | None]] = []
+    for g, j in offload_set(c, tables, n):
+        page = tables[g].slots[j]
+        name = pool._name(page)
+        assert name is not None
+        if name in host._pages_named:
+            continue
+        prev = tables[g].slots[j - 1] if j > 0 else 0
+        prev_name = pool._name(prev) if prev else None
+        picked.append((g, j, page, name, prev_name[1] if prev_name else None))
+    host_pages = host._allocate(len(picked))
+    if host_pages is None:
+        return None
+    if picked:
+        pool._version += 1
+    for _, _, page, _, _ in picked:
+        pool._ref[page] += 1  # the copy's reference: the page cannot be reused meanwhile
+    return OffloadPlan(
+        c,
+        [e[0] for e in picked],
+        [e[1] for e in picked],
+        [e[2] for e in picked],
+        host_pages,
+        [e[3] for e in picked],
+        [e[4] for e in picked],
+    )
+
+
+def _release_device(c: Coordinator, plan: _Plan) -> None:
+    """Drop the offload's device references, last entry first.
+
+    A page whose request was freed meanwhile re-enters the queue here: no group pins it now.
+    """
+    for g, page in zip(reversed(plan._groups), reversed(plan._device_pages)):
+        c._pinned[g] -= c._pool._release([page])
+
+
+def complete_offload(c: Coordinator, plan: object) -> None:
+    instance("plan", plan, OffloadPlan)
+    assert isinstance(plan, OffloadPlan)
+    plan._check(c, "complete_offload")
+    host = c._host
+    assert host is not None
+    for g, j, hp, name, parent in zip(
+        plan._groups, plan._slots, plan._host_pages, plan._names, plan._parents
+    ):
+        new = host._set_name(hp, name)
+        if new and host._events_on:
+            host._note_stored(g, j, name[1], parent)
+    host._end_event_op()
+    host._host_counters["pages_offloaded"] += plan.num_pages
+    # Named host pages join the back of the host queue, the plan's last page first.
+    host._release(plan._host_pages)
+    _release_device(c, plan)
+    plan._state = COMPLETED
+
+
+def abort_offload(c: Coordinator, plan: object) -> None:
+    instance("plan", plan, OffloadPlan)
+    assert isinstance(plan, OffloadPlan)
+    plan._check(c, "abort_offload")
+    host = c._host
+    assert host is not None
+    host._release(plan._host_pages)  # unnamed: back to the front of the host queue
+    _release_device(c, plan)
+    plan._state = ABORTED
+
+
+def complete_load(c: Coordinator, plan: object) -> None:
+    instance("plan", plan, LoadPlan)
+    assert isinstance(plan, LoadPlan)
+    plan._check(c, "complete_load")
+    host = c._host
+    assert host is not None
+    pool = c._pool
+    for g, j, dp, name, parent in zip(
+        plan._groups, plan._slots, plan._device_pages, plan._names, plan._parents
+    ):
+        new = pool._set_name(dp, name)
+        if new and pool._events_on:
+            pool._note_stored(g, j, name[1], parent)
+    pool._end_event_op()
+    host._host_counters["pages_loaded"] += plan.num_pages
+    host._release(plan._host_pages)
+    _finish_load(plan, COMPLETED)
+
+
+def abort_load_on_free(plan: LoadPlan) -> None:
+    """A request freed before its load completed: the host pins drop, the plan is aborted.
+
+    The device pages need nothing here: they are ordinary unnamed slots of the tables being
+    freed, so the free returns them to the front of the device queue like any unnamed page.
+    """
+    host = plan._coordinator._host
+    assert host is not None
+    host._release(plan._host_pages)
+    _finish_load(plan, ABORTED)
+
+
+def _finish_load(plan: LoadPlan, state: str) -> None:
+    plan._state = state
+    for t in plan._tables:
+        if t.load is plan:
+            t.load = None
