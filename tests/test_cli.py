@@ -107,7 +107,7 @@ def test_verify_mutants_passes_when_every_variant_is_killed(
 
     kept = ("live-off-by-one", "combined-charge", "acquire-before-check")
     monkeypatch.setattr(variants, "VARIANTS", {v: variants.VARIANTS[v] for v in kept})
-    only = "live-tail-hole-never-read,sequential-charge-exact,acquire-all-or-nothing-bounded"
+    only = "live-tail-hole-never-read,combined-charge-under-counts,acquire-all-or-nothing-bounded"
     # No --timeout: the default wall-clock guard only ends a hung process; every theorem's
     # work is bounded by its rlimit budget, whatever the machine's load.
     code, report = _verify(tmp_path, "--only", only, "--mutants", "--examples", "0")
@@ -115,7 +115,7 @@ def test_verify_mutants_passes_when_every_variant_is_killed(
     m = report["mutants"]
     assert m["ok"] is True
     assert sorted(m["variants"]) == sorted(kept)
-    assert m["variants"]["combined-charge"]["killed_by"] == ["sequential-charge-exact"]
+    assert m["variants"]["combined-charge"]["killed_by"] == ["combined-charge-under-counts"]
     assert m["variants"]["acquire-before-check"]["killed_by"] == ["acquire-all-or-nothing-bounded"]
     assert "live-tail-hole-never-read" in m["variants"]["live-off-by-one"]["killed_by"]
     assert m["traces"]  # every kill left a replayable trace

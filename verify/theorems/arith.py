@@ -388,6 +388,7 @@ def range_proof(p: Prover, live: bool, lim: int, width: str) -> None:
     """The C++ arithmetic cannot overflow for any input the binding accepts: a malformed or
     huge count is rejected by a comparison, never wrapped into a wrong page count.""",
     cost=16,
+    rlimit=160_000_000,
 )
 def native_arithmetic_int64(p: Prover) -> None:
     for live in (True, False):
@@ -408,6 +409,7 @@ def native_arithmetic_int64(p: Prover) -> None:
     """A 32-bit port of the closed forms is safe once counts are limited to int32: the
     round-up never forms a + b - 1.""",
     cost=9,
+    rlimit=31_000_000,
 )
 def closed_forms_int32(p: Prover) -> None:
     a, b = z3.Ints("a b")
@@ -437,6 +439,7 @@ def _textbook_ceil(a: Any, b: Any, ar: Any) -> Any:
     """Documents the overflow livetail avoids; an engine porting the closed forms must not
     "simplify" the round-up back to the textbook form in 32 bits.""",
     expected="witness",
+    rlimit=2_000_000,
 )
 def textbook_round_up(p: Prover) -> None:
     inp = inputs(False, I32)

@@ -183,6 +183,7 @@ def _acquire_traces(
     kills=("acquire-before-check",),
     bounded=True,
     trace=_acquire_traces,
+    rlimit=2_000_000,
 )
 def acquire_all_or_nothing(p: Prover) -> None:
     p.exhaust("every configuration within the bounds", lambda: _acquire_search(MAX_B, 5, 3))
@@ -286,6 +287,7 @@ def _sequential_traces(
     bounded=True,
     cost=3,
     trace=_sequential_traces,
+    rlimit=2_000_000,
 )
 def sequential_with_reclaims(p: Prover) -> None:
     p.exhaust("every configuration within the bounds", _sequential_search)
@@ -463,6 +465,7 @@ def _reclaim_traces(
     bounded=True,
     cost=10,
     trace=_reclaim_traces,
+    rlimit=2_000_000,
 )
 def reclaim_bounded(p: Prover) -> None:
     p.exhaust("(1) tables reached by acquire, reclaim, acquire, reclaim", _reachable_search)
@@ -600,6 +603,7 @@ def _coordinator_traces(
     pages; a coordinator acquire never leaves some groups grown and others not.""",
     bounded=True,
     trace=_coordinator_traces,
+    rlimit=2_000_000,
 )
 def coordinator_acquire(p: Prover) -> None:
     p.exhaust("every configuration within the bounds", _coordinator_search)

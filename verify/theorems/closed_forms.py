@@ -27,6 +27,7 @@ from ._registry import theorem
     g(x+1) - g(x) = [x mod m >= m - R']). The R' the geometry uses, min(R, m), is in that
     range for every B, W and A.""",
     """Counting the resume pages of a chunk is O(1) and exact, however long the chunk.""",
+    rlimit=2_100_000,
 )
 def resume_count_closed_form(p: Prover) -> None:
     x, m, kept = ints("x m kept")
@@ -58,6 +59,7 @@ def resume_count_closed_form(p: Prover) -> None:
     """blocks_needed_for can be answered in O(1) without walking the chunk's slots, and it
     agrees with the walk acquire does.""",
     kills=("live-off-by-one",),
+    rlimit=12_000_000,
 )
 def live_count_closed_form(p: Prover) -> None:
     slot_by_slot_count(p, live_tail(), "")
@@ -79,6 +81,7 @@ def live_count_closed_form(p: Prover) -> None:
     """An engine can ask how many pages a chunk will take and get exactly what acquire
     takes: admission never over- or under-reserves for a single acquire.""",
     kills=("live-off-by-one",),
+    rlimit=12_000_000,
 )
 def blocks_needed_equals_acquire(p: Prover) -> None:
     acquire_shape(p, z3.Int("B"), "")
@@ -126,6 +129,7 @@ def blocks_needed_equals_acquire(p: Prover) -> None:
     f, and blocks_needed_for equals the number of new slots, as with A = 0. Unbounded.""",
     """Turning live tail on can never make a group allocate differently from classic
     allocation when the window spans a whole alignment block; it only ever removes pages.""",
+    rlimit=2_000_000,
 )
 def full_allocation(p: Prover) -> None:
     g = live_tail()

@@ -96,6 +96,7 @@ def _retention_search() -> tuple[int, Values | None]:
     prefixes.""",
     bounded=True,
     cost=3,
+    rlimit=2_000_000,
 )
 def retention_bounded(p: Prover) -> None:
     p.exhaust(f"every op sequence of length <= {MAX_OPS}, pool of {POOL_PAGES}", _retention_search)
@@ -218,6 +219,7 @@ def _plan_search() -> tuple[int, Values | None]:
     can hold it at all.""",
     bounded=True,
     cost=5,
+    rlimit=2_000_000,
 )
 def step_plan_bounded(p: Prover) -> None:
     p.exhaust("every layout, pool, request count, history and ask", _plan_search)

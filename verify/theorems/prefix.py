@@ -550,6 +550,7 @@ def _check_read_only(w: World, prompts: Sequence[int]) -> Values | None:
     bounded=True,
     cost=2,
     trace=_trace_builder("match-is-read-only-bounded"),
+    rlimit=2_000_000,
 )
 def match_is_read_only(p: Prover) -> None:
     _exhaust(p, lambda: walk(LAYOUTS, WALK_MAX_N, WALK_EXHAUSTIVE, _check_read_only))
@@ -708,6 +709,7 @@ def _check_claim(w: World, prompts: Sequence[int]) -> Values | None:
     bounded=True,
     cost=3,
     trace=_trace_builder("claim-takes-consumed-bounded"),
+    rlimit=2_000_000,
 )
 def claim_takes_consumed(p: Prover) -> None:
     _exhaust(p, lambda: walk(LAYOUTS, WALK_MAX_N, WALK_EXHAUSTIVE, _check_claim))
@@ -835,6 +837,7 @@ def _charge_case(
     bounded=True,
     cost=2,
     trace=_trace_builder("hit-admission-exact-bounded"),
+    rlimit=2_000_000,
 )
 def hit_admission_exact(p: Prover) -> None:
     _exhaust(p, lambda: _charge_search(CHARGE_LAYOUTS))
@@ -920,6 +923,7 @@ def _hit_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
     bounded=True,
     cost=2,
     trace=_trace_builder("live-tail-never-costs-a-hit-bounded"),
+    rlimit=2_000_000,
 )
 def live_tail_never_costs_a_hit(p: Prover) -> None:
     _exhaust(p, lambda: _hit_search(HIT_LAYOUTS))
@@ -1009,6 +1013,7 @@ def _check_greatest(w: World, prompts: Sequence[int]) -> Values | None:
     bounded=True,
     cost=2,
     trace=_trace_builder("match-greatest-boundary-bounded"),
+    rlimit=2_000_000,
 )
 def match_greatest_boundary(p: Prover) -> None:
     _exhaust(p, lambda: walk(LAYOUTS, WALK_MAX_N, WALK_EXHAUSTIVE, _check_greatest))

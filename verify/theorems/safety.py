@@ -50,6 +50,7 @@ def _hole_traces(
     """A kernel never reads a hole: every key a later query needs is in a real page.""",
     kills=("live-off-by-one",),
     trace=_hole_traces,
+    rlimit=2_000_000,
 )
 def hole_never_read(p: Prover) -> None:
     g = live_tail()
@@ -80,6 +81,7 @@ def hole_never_read(p: Prover) -> None:
     resume page of an aligned boundary is ever a hole. Unbounded.""",
     """A request can always be resumed from a prefix-cache hit at any lcm boundary: the
     pages it needs there were allocated and named, never punched as holes.""",
+    rlimit=2_000_000,
 )
 def resume_pages_kept(p: Prover) -> None:
     g = live_tail()
@@ -107,6 +109,7 @@ def resume_pages_kept(p: Prover) -> None:
     is at or below the frontier (b*B <= f). Unbounded.""",
     """Live tail allocates nothing it does not need: every real page is either read by the
     next query or needed to resume from a boundary the request has already passed.""",
+    rlimit=2_000_000,
 )
 def live_tail_minimal(p: Prover) -> None:
     g = live_tail()
@@ -132,6 +135,7 @@ def live_tail_minimal(p: Prover) -> None:
     page. Unbounded.""",
     """reclaim_expired only gives back pages no later query reads, and its scan (which
     starts at the floor) never has to revisit a slot.""",
+    rlimit=2_000_000,
 )
 def reclaim_releases_only_expired(p: Prover) -> None:
     B, W, slots, tail, f, t, s = ints("B W slots tail f t s")

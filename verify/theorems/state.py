@@ -35,7 +35,7 @@ from ._runs import group
     query will look and every real page where one will.""",
     kills=("real-pages-packed-first", "slid-out-off-by-one", "acquire-frontier-minus-one"),
     cost=3,
-    rlimit=400_000_000,
+    rlimit=42_000_000,
 )
 def acquire_places_holes(p: Prover) -> None:
     g = live_tail()
@@ -96,6 +96,7 @@ def acquire_places_holes(p: Prover) -> None:
     pages, call it after every chunk, and never rescans a slot.""",
     kills=("reclaim-keeps-band-top", "reclaimable-counts-shared", "reclaim-floor-to-bound"),
     cost=3,
+    rlimit=2_000_000,
 )
 def reclaim_exact(p: Prover) -> None:
     for g in every_kind()[1:3]:
@@ -159,6 +160,7 @@ def reclaim_exact(p: Prover) -> None:
     free plus pinned stays the pool size, and freeing every request gives the pool back.""",
     kills=("reclaim-keeps-band-top",),
     cost=6,
+    rlimit=14_000_000,
 )
 def conservation(p: Prover) -> None:
     from ._runs import real_in_lemmas, table

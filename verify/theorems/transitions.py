@@ -177,6 +177,7 @@ def general(
     """acquire is all-or-nothing and takes what blocks_needed_for promised: an engine that
     checks the count first never sees a half-allocated table.""",
     cost=6,
+    rlimit=5_200_000,
 )
 def acquire_all_or_nothing(p: Prover) -> None:
     for g in every_kind():
@@ -257,7 +258,7 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
     """Admission for a multi-group request is one comparison: summed need against free pages;
     a coordinator acquire never leaves some groups grown and others not.""",
     cost=8,
-    rlimit=10_000_000,
+    rlimit=8_300_000,
 )
 def coordinator_all_or_nothing(p: Prover) -> None:
     L, k1, k2, k3 = ints("L k1 k2 k3")
@@ -346,7 +347,7 @@ def coordinator_all_or_nothing(p: Prover) -> None:
     can never run out of pages in the middle of the chunk or the decode step, whatever it
     reclaims between them.""",
     cost=8,
-    rlimit=20_000_000,
+    rlimit=19_000_000,
 )
 def admission_promise(p: Prover) -> None:
     for g in every_kind():
