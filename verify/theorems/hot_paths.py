@@ -245,7 +245,7 @@ def routed(p: Prover) -> None:
     wrap inside the documented limits; the exceptions (lifetime statistics counters) are
     named as assumptions.""",
     cost=9,
-    rlimit=34_000_000,
+    rlimit=37_000_000,
 )
 def native_hot_paths(p: Prover) -> None:
     routed(p)
