@@ -5,7 +5,7 @@ The same form as ``_sites.py`` (which explains it); ``hot_paths.SITES`` joins bo
 
 from __future__ import annotations
 
-from ._sites import COORD, COUNTER, COUNTER_WHY, SUM, SUM_WHY, Site, _s
+from ._sites import COORD, COUNTER, COUNTER_WHY, SUM, SUM_WHY, VERSION_WHY, Site, _s
 
 SITES: list[Site] = [
     # --- coordinator sums over groups -----------------------------------------------------
@@ -458,6 +458,33 @@ SITES: list[Site] = [
     _s(
         COORD,
         "Coordinator::match_prefix",
+        "managers_[i].block_size() / base_",
+        "1 <= base_, base_ <= B, B <= I32",
+        "base = gcd of the page sizes <= B",
+        subst=(("managers_[i].block_size()", "B"),),
+        post="v >= 1",
+    ),
+    _s(
+        COORD,
+        "Coordinator::match_prefix",
+        "out.begin_[i] + j",
+        "0 <= lo, lo <= hi, hi <= I32 * I32, 0 <= j, j < hi - lo",
+        "j < b = begin_[i + 1] - begin_[i]: a slot of group i in host_pages_ (slots long)",
+        subst=(("out.begin_[i]", "lo"),),
+        post="0 <= v, v < hi",
+    ),
+    _s(
+        COORD,
+        "Coordinator::match_prefix",
+        "j * k - 1",
+        "1 <= j, j < t * a, 1 <= a, 1 <= k, 0 <= t, t * (a * k) <= nkeys, nkeys <= SPAN32",
+        "the j > 0 branch; j < b = t * (lcm / B) slots, k = B / base, and t * (lcm / base)"
+        " <= len(keys) (t <= top; B divides lcm and base divides B)",
+        post="0 <= v, v < nkeys",
+    ),
+    _s(
+        COORD,
+        "Coordinator::match_prefix",
         "++st.match_calls",
         "0 <= c, c < I64",
         COUNTER_WHY,
@@ -495,6 +522,15 @@ SITES: list[Site] = [
     ),
     _s(
         COORD,
+        "Coordinator::blocks_consumed_by_claim",
+        "n + match.num_host_pages()",
+        "0 <= n, n <= nnamed, nnamed <= SPAN32, 0 <= h, h <= SPAN32",
+        "n <= len(named_) (the loop's post); named_ and host_named_ hold records of at least"
+        " 32 bytes",
+        subst=(("match.num_host_pages()", "h"),),
+    ),
+    _s(
+        COORD,
         "Coordinator::claim",
         "b - R",
         "0 <= b, b <= I32, 0 <= R, R <= I32",
@@ -509,5 +545,44 @@ SITES: list[Site] = [
         " at most num_blocks - 1",
         expr="pinned + x",
         post="v >= 0",
+    ),
+    _s(
+        COORD,
+        "Coordinator::claim",
+        "need += pool_->ref_[p.page] == 0",
+        "0 <= k, k < nnamed, nnamed <= SPAN32, 0 <= h, h <= SPAN32, h <= need, need <= h + k,"
+        " 0 <= x, x <= 1",
+        "need starts at the h = loads host-served slots and adds at most one per matched"
+        " device page (k of them so far)",
+        subst=(("pool_->ref_[p.page] == 0", "x"),),
+        post="v <= h + k + 1",
+    ),
+    _s(
+        COORD,
+        "Coordinator::claim",
+        "++e",
+        "0 <= e, e < loads, loads <= SPAN32",
+        "the loop condition",
+        width="uint64",
+    ),
+    _s(
+        COORD,
+        "Coordinator::claim",
+        "++pinned_[gi]",
+        "0 <= pinned, pinned + 1 <= I32",
+        "the device page just taken for a host-served slot is out of the queue and pinned by"
+        " group gi: the group's pinned pages stay at most num_blocks - 1",
+        subst=(("pinned_[gi]", "pinned"),),
+        post="v >= 1",
+    ),
+    _s(
+        COORD,
+        "Coordinator::claim",
+        "next_load_++",
+        "1 <= c, c < U64",
+        "the load-plan id counter starts at 1 and grows by 1 per claim that loads: " + VERSION_WHY,
+        subst=(("next_load_", "c"),),
+        width="uint64",
+        assumed=True,
     ),
 ]

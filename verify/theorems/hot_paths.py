@@ -237,15 +237,15 @@ def routed(p: Prover) -> None:
     every divisor >= 1 and dividend >= 0, and key indices proved inside the keys; a
     claim's new reference stays within int32 because claim rejects a page whose count is
     already 2^31-1. The hypotheses not enforced by the module are marked as assumed: the
-    lifetime statistics counters stay below 2^63-1 and the version and event counters below
-    2^64-1 (each grows by at most one call's pages or tokens). decode_step's batch-size
-    check is proved equivalent to len(tables) = requests * groups without forming the
-    product. Unbounded, in Int-range form.""",
+    lifetime statistics counters stay below 2^63-1 and the version, event and load-plan id
+    counters below 2^64-1 (each grows by at most one call's pages or tokens). decode_step's
+    batch-size check is proved equivalent to len(tables) = requests * groups without
+    forming the product. Unbounded, in Int-range form.""",
     """No counter, index or sum on the acquire, reclaim, free, decode and prefix paths can
     wrap inside the documented limits; the exceptions (lifetime statistics counters) are
     named as assumptions.""",
     cost=9,
-    rlimit=34_000_000,
+    rlimit=37_000_000,
 )
 def native_hot_paths(p: Prover) -> None:
     routed(p)
