@@ -7,7 +7,7 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ._args import bounded
+from ._args import _is_bool, bounded
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -19,6 +19,13 @@ TOKEN_MAX = 2**32 - 1
 Name = tuple[int, bytes]
 
 
+def _token(t: object) -> int:
+    """A token id as an int: bool (numpy's too, which numpy < 2.3 lets index) is not one."""
+    if _is_bool(t):
+        raise TypeError(f"token ids must be integers, not {type(t).__name__}")
+    return operator.index(t)  # type: ignore[arg-type]
+
+
 def page_keys(tokens: Sequence[int], base_block_size: int, salt: bytes = b"") -> list[bytes]:
     """One 32-byte key per full base page: SHA-256(previous key || tokens as LE u32 || salt).
 
@@ -28,7 +35,7 @@ def page_keys(tokens: Sequence[int], base_block_size: int, salt: bytes = b"") ->
     if not isinstance(salt, (bytes, bytearray, memoryview)):
         raise TypeError(f"salt must be bytes, not {type(salt).__name__}")
     salt = bytes(salt)
-    toks = [operator.index(t) for t in tokens]
+    toks = [_token(t) for t in tokens]
     for t in toks:
         if not 0 <= t <= TOKEN_MAX:
             raise ValueError(f"token ids must be in [0, {TOKEN_MAX}], got {t}")
