@@ -99,11 +99,16 @@ def _results_with_unknown(
     return out
 
 
+# Theorems whose steps for other groups come first and fail without the function, spending
+# the theorem's own budget before the step under test: they run with the default budget.
+REACH = {"acquire-all-or-nothing": DEFAULT_RLIMIT}
+
+
 @pytest.mark.parametrize("theorem,target,step", ABOUT, ids=[a[0] for a in ABOUT])
 def test_executing_step_fails_with_the_function_it_is_about_unknown(
     theorem: str, target: tuple[Any, str], step: str
 ) -> None:
-    results = _results_with_unknown(theorem, target)
+    results = _results_with_unknown(theorem, target, REACH.get(theorem))
     # The step was attempted (its general query at least: when that is undecided, the
     # concrete fallback may end on the theorem's rlimit budget before it records a result)
     # and did not prove.
