@@ -113,7 +113,7 @@ class Query:
             # Z3 reports a spent rlimit inside a tactic as "canceled".
             self._reason = f"resource limit of {self.rlimit} units reached ({self._reason})"
         self.rlimit = max(1, self.rlimit - used)
-        return {"sat": z3.sat, "unsat": z3.unsat}.get(str(r), z3.unknown)
+        return r  # a CheckSatResult compares equal across contexts
 
     def model(self) -> z3.ModelRef:
         if self._model is None:
@@ -263,6 +263,21 @@ class Prover:
             why += f": {self.used} of the theorem's rlimit budget of {self.rlimit} units used"
         return why
 
+    def _not_vacuous(self, name: str, claim: Any, hyps: Sequence[Any], t0: float) -> None:
+        """Raise ``unknown`` if ``hyps`` are contradictory or an implication inside ``claim``
+        has an antecedent that can never hold under them (the step would pass vacuously)."""
+        r, _ = self._check(hyps, z3.BoolVal(True))
+        if r == z3.unsat:
+            self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
+            raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
+        for a in antecedents(claim):
+            r, _ = self._check(hyps, a)
+            if r == z3.unsat:
+                self.steps.append(
+                    Step(name, "unknown", time.monotonic() - t0, "vacuous antecedent")
+                )
+                raise StepFailed("unknown", name, f"{name}: an antecedent in the goal never holds")
+
     # -- steps ----------------------------------------------------------------------------
 
     def prove(
@@ -283,18 +298,7 @@ class Prover:
         original = (claim, list(hyps))
         if opaque:
             claim, hyps = abstract(claim, hyps, opaque)
-        r, _ = self._check(hyps, z3.BoolVal(True))
-        if r == z3.unsat:
-            self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
-            raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
-        for a in antecedents(claim):
-            # An implication inside the goal must have an antecedent that can hold.
-            r, _ = self._check(hyps, a)
-            if r == z3.unsat:
-                self.steps.append(
-                    Step(name, "unknown", time.monotonic() - t0, "vacuous antecedent")
-                )
-                raise StepFailed("unknown", name, f"{name}: an antecedent in the goal never holds")
+        self._not_vacuous(name, claim, hyps, t0)
         r, s = self._check(hyps, z3.Not(claim))
         dt = time.monotonic() - t0
         if r == z3.unsat:
@@ -357,17 +361,7 @@ class Prover:
         claim, hyps = build()
         t0 = time.monotonic()
         # Vacuity is checked on the general hypotheses: the real ones are no cheaper to decide.
-        r, _ = self._check(general_hyps, z3.BoolVal(True))
-        if r == z3.unsat:
-            self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
-            raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
-        for a in antecedents(general):
-            r, _ = self._check(general_hyps, a)
-            if r == z3.unsat:
-                self.steps.append(
-                    Step(name, "unknown", time.monotonic() - t0, "vacuous antecedent")
-                )
-                raise StepFailed("unknown", name, f"{name}: an antecedent in the goal never holds")
+        self._not_vacuous(name, general, general_hyps, t0)
         r, s = self._check(general_hyps, z3.Not(general))
         dt = time.monotonic() - t0
         if r == z3.unsat:
