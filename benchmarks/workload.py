@@ -32,19 +32,18 @@ queried tokens), the named pages evicted, and each group's peak pinned pages.
 
 Host tier mode (`--host FACTOR ...`, retention on): the coordinator also gets a host pool of
 FACTOR times the device pool's pages (`HostPool(FACTOR * pool)`; 0 means `HostPool(1)`,
-which has no usable page). After a prefill chunk is named, the engine offloads the
-request's reachable pages (`plan_offload`, copy, `complete_offload`; a `None` plan, the host
-pool short, skips that copy); a match may then be served partly from the host, the claim
-returns a `LoadPlan`, and its copy completes (`complete_load`) after the step's acquires,
-before the forward. The admission charge is unchanged: `blocks_consumed_by_claim` (which
-counts a fresh device page per loaded slot) plus the sequential charge. Prints steps,
-preemptions, recomputed tokens, hit rate, *host hit* tokens (the tokens of every hit whose
-claim loaded pages from the host), the pages *loaded* and the *short* offloads (`None`
-plans); then host pages: the peak of named
-host pages, and per group the pages named on the device, the pages offloaded and the
-peak of named host pages. Every run checks that each plan completed, that loads landed
-in real slots, that every claim took exactly its charge, and that both pools end with no
-pinned page.
+which has no usable page). After a prefill chunk is named, and before its reclaim, the
+engine offloads the request's reachable pages (`plan_offload`, copy, `complete_offload`; a
+`None` plan, the host pool short, skips that copy). A match may then be served partly from
+the host: the claim returns a `LoadPlan`, whose copy completes (`complete_load`) after the
+step's acquires, before the forward. The admission charge is unchanged:
+`blocks_consumed_by_claim` (which counts a fresh device page per loaded slot) plus the
+sequential charge. Prints steps, preemptions, recomputed tokens, hit rate, *host hit*
+tokens (the tokens of every hit whose claim loaded pages from the host), the pages
+*loaded* and the *short* offloads (`None` plans); then the peak of named host pages and,
+per group, the pages named on the device, the pages offloaded and the peak of named host
+pages. Every run checks that each plan completed, that loads landed in real slots, that
+every claim took exactly its charge, and that both pools end with no pinned page.
 """
 
 from __future__ import annotations
@@ -129,7 +128,9 @@ def groups(lt: Any, live: bool) -> list[Any]:
     ]
 
 
-def run(lt: Any, w: Workload, live: bool, retention: bool, host_blocks: int | None = None) -> Result:
+def run(
+    lt: Any, w: Workload, live: bool, retention: bool, host_blocks: int | None = None
+) -> Result:
     """One drain of the workload; with host_blocks, a host pool of that many pages too."""
     rng = random.Random(w.seed)
     pool = lt.BlockPool(w.num_blocks, retention=retention)
@@ -312,7 +313,9 @@ class HostTier:
             self.res.offloaded_by_group[g] += 1
         assert len(self.owner) == self.host.num_cached, "host names and completed copies differ"
         self.res.peak_pages = max(self.res.peak_pages, self.host.num_cached)
-        self.res.peak_by_group = [max(a, b) for a, b in zip(self.res.peak_by_group, self.host_named)]
+        self.res.peak_by_group = [
+            max(a, b) for a, b in zip(self.res.peak_by_group, self.host_named)
+        ]
 
     def claimed(self, tables: Any, load: Any, hit: int) -> None:
         assert load.state == "pending"
@@ -325,7 +328,9 @@ class HostTier:
     def complete_loads(self) -> None:
         for load in self.pending:
             # (The engine copies load.host_pages -> load.device_pages here.)
+            cached = self.c.pool.num_cached
             self.c.complete_load(load)
+            assert self.c.pool.num_cached - cached == load.num_pages, "a loaded page went unnamed"
             self.res.loads += 1
             self.copied[1] += load.num_pages
         self.pending.clear()

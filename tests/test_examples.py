@@ -94,10 +94,10 @@ def test_workload_host_tier_mode_prints_the_same_figures_on_both_implementations
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script = str(ROOT / "benchmarks" / "workload.py")
+    small = ["--requests", "6", "--num-blocks", "300", "--host", "0", "2"]
     tables = []
     for impl in ("spec", "native"):
-        argv = [script, "--impl", impl, "--requests", "6", "--num-blocks", "300", "--host", "0", "2"]
-        monkeypatch.setattr(sys, "argv", argv)
+        monkeypatch.setattr(sys, "argv", [script, "--impl", impl, *small])
         runpy.run_path(script, run_name="__main__")
         tables.append(_host_rows(capsys.readouterr().out.splitlines()))
     assert tables[0] == tables[1]
