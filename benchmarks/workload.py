@@ -22,12 +22,28 @@ order) and on.
     python benchmarks/workload.py                       # native module, default pools
     python benchmarks/workload.py --impl spec --requests 6 --num-blocks 900
     python benchmarks/workload.py --plot docs/workload_pinned.png --plot-pool 1800
+    python benchmarks/workload.py --host 0 2 8          # host tier mode, pools 400 and 1200
 
 Prints per pool and setting: steps to drain, preemptions, recomputed tokens (tokens
 computed before a preemption that the re-admission's hit did not bring back), prefix hit
 rate over first admissions, peak pinned pages, rejected requests; then, from the pool's
 counters (`coordinator.stats()`): the hit rate over every `match_prefix` call (matched /
 queried tokens), the named pages evicted, and each group's peak pinned pages.
+
+Host tier mode (`--host FACTOR ...`, retention on): the coordinator also gets a host pool of
+FACTOR times the device pool's pages (`HostPool(FACTOR * pool)`; 0 means `HostPool(1)`,
+which has no usable page). After a prefill chunk is named, and before its reclaim, the
+engine offloads the request's reachable pages (`plan_offload`, copy, `complete_offload`; a
+`None` plan, the host pool short, skips that copy). A match may then be served partly from
+the host: the claim returns a `LoadPlan`, whose copy completes (`complete_load`) after the
+step's acquires, before the forward. The admission charge is unchanged:
+`blocks_consumed_by_claim` (which counts a fresh device page per loaded slot) plus the
+sequential charge. Prints steps, preemptions, recomputed tokens, hit rate, *host hit*
+tokens (the tokens of every hit whose claim loaded pages from the host), the pages
+*loaded* and the *short* offloads (`None` plans); then the peak of named host pages and,
+per group, the pages named on the device, the pages offloaded and the peak of named host
+pages. Every run checks that each plan completed, that loads landed in real slots, that
+every claim took exactly its charge, and that both pools end with no pinned page.
 """
 
 from __future__ import annotations
@@ -67,6 +83,19 @@ class Request:
 
 
 @dataclass
+class HostResult:
+    host_hit_tokens: int = 0  # tokens of the hits whose claim loaded pages from the host
+    short: int = 0  # plan_offload calls that found the host pool short (None)
+    offloads: int = 0  # offload plans completed
+    loads: int = 0  # load plans completed
+    peak_pages: int = 0  # named host pages, at their peak
+    peak_by_group: list[int] = field(default_factory=list)  # named host pages per group
+    named_by_group: list[int] = field(default_factory=list)  # device pages named, per group
+    offloaded_by_group: list[int] = field(default_factory=list)  # pages offloaded, per group
+    stats: dict[str, int] = field(default_factory=dict)  # host.stats() at the end
+
+
+@dataclass
 class Result:
     steps: int = 0
     preemptions: int = 0
@@ -79,6 +108,7 @@ class Result:
     seconds: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)  # coordinator.stats() at the end
     peak_by_group: list[int] = field(default_factory=list)  # from stats()["pinned_pages"]
+    host: HostResult | None = None  # with a host pool only
 
     @property
     def match_hit_rate(self) -> float:
@@ -98,11 +128,17 @@ def groups(lt: Any, live: bool) -> list[Any]:
     ]
 
 
-def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
+def run(
+    lt: Any, w: Workload, live: bool, retention: bool, host_blocks: int | None = None
+) -> Result:
+    """One drain of the workload; with host_blocks, a host pool of that many pages too."""
     rng = random.Random(w.seed)
     pool = lt.BlockPool(w.num_blocks, retention=retention)
-    c = lt.Coordinator(groups(lt, live), pool)
+    host = None if host_blocks is None else lt.HostPool(host_blocks)
+    specs = groups(lt, live)
+    c = lt.Coordinator(specs, pool, host=host)
     lcm, base = c.lcm_block_size, c.base_block_size
+    tier = HostTier(c, [s.block_size for s in specs]) if host is not None else None
     system = [rng.randrange(50_000) for _ in range(w.system_prompt)]
     arrivals: list[Request] = []
     for i in range(w.requests):
@@ -163,7 +199,12 @@ def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
             if charge > budget:
                 break
             budget -= charge
-            c.claim(fresh, m)
+            free_before = pool.num_free
+            load = c.claim(fresh, m)
+            assert free_before - pool.num_free == charge - seq, "a claim took other than its charge"
+            if load is not None:
+                assert tier is not None
+                tier.claimed(fresh, load, m.num_tokens)
             r.tables, r.done = fresh, m.num_tokens
             if r.admitted:
                 res.recomputed += max(0, r.lost - m.num_tokens)
@@ -175,6 +216,8 @@ def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
         for r in admitted:
             ok = c.acquire(r.tables, ask(r))
             assert ok, "an admission within its exact charge failed"
+        if tier is not None:
+            tier.complete_loads()  # every load lands before the forward that reads it
         running += admitted
         res.pinned.append(pool.num_pinned)
         res.peak_pages = max(res.peak_pages, pool.num_pinned)
@@ -186,7 +229,10 @@ def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
             n = ask(r) if r in stepped else min(w.chunk, r.prompt_len - r.done)
             r.done += n
             if r.done <= r.prompt_len:
-                c.cache_full_blocks(r.tables, r.keys, r.done)
+                named = c.cache_full_blocks(r.tables, r.keys, r.done)
+                if tier is not None:
+                    tier.named(r.tables, r.done - n, r.done, named)
+                    tier.offload(r.tables, r.done)  # copy the reachable pages before reclaim
             c.reclaim_expired(r.tables, r.done)
             if r.done > r.prompt_len:
                 r.decode_left -= 1
@@ -199,7 +245,103 @@ def run(lt: Any, w: Workload, live: bool, retention: bool) -> Result:
             raise RuntimeError("the workload did not drain")
     res.seconds = time.perf_counter() - t0
     res.stats = c.stats()
+    if tier is not None:
+        res.host = tier.finish()
     return res
+
+
+def ints(a: Any) -> list[int]:
+    """A plan's int32 array (native) or list (spec) as Python ints."""
+    return [int(x) for x in a]
+
+
+class HostTier:
+    """The engine's side of the host tier: copies, completions, and the checks on them.
+
+    Offload: after a prefill chunk is named, plan_offload over the request's tables, copy,
+    complete_offload; None (the host pool is short even after evicting its oldest names)
+    skips the chunk's copy. Load: a claim's LoadPlan is copied and completed after the
+    step's acquires, before the forward. A copy here cannot fail, so no plan is aborted;
+    every plan must end completed, and the host pool must end with no pinned page.
+    """
+
+    def __init__(self, c: Any, block_sizes: list[int]) -> None:
+        self.c = c
+        self.host = c.host
+        self.block_sizes = block_sizes
+        g = len(block_sizes)
+        self.res = HostResult(
+            peak_by_group=[0] * g, named_by_group=[0] * g, offloaded_by_group=[0] * g
+        )
+        self.pending: list[Any] = []  # load plans claimed this step
+        self.plans: list[Any] = []  # every plan, to check that each one ended
+        self.owner: dict[int, int] = {}  # named host page -> its group
+        self.host_named = [0] * len(block_sizes)  # named host pages per group
+        self.copied = [0, 0]  # pages offloaded, pages loaded, by the plans
+
+    def named(self, tables: Any, start: int, end: int, named: int) -> None:
+        """Count, per group, the pages a chunk from start to end tokens named on the device.
+
+        start is a multiple of every page size (a claimed boundary plus whole chunks), so
+        the chunk named exactly the real slots it filled (cache_full_blocks' count).
+        """
+        total = 0
+        for g, (t, B) in enumerate(zip(tables, self.block_sizes)):
+            ids = t.page_ids()
+            k = sum(1 for p in ids[start // B : end // B] if p)
+            self.res.named_by_group[g] += k
+            total += k
+        assert total == named, "the chunk named other pages than its real slots"
+
+    def offload(self, tables: Any, num_tokens: int) -> None:
+        plan = self.c.plan_offload(tables, num_tokens)
+        if plan is None:
+            self.res.short += 1
+            return
+        self.plans.append(plan)
+        for hp in ints(plan.host_pages):  # the allocation evicted these pages' names
+            g = self.owner.pop(hp, None)
+            if g is not None:
+                self.host_named[g] -= 1
+        # (The engine copies plan.device_pages -> plan.host_pages here.)
+        self.c.complete_offload(plan)
+        self.res.offloads += 1
+        self.copied[0] += plan.num_pages
+        for g, hp in zip(ints(plan.groups), ints(plan.host_pages)):
+            self.owner[hp] = g
+            self.host_named[g] += 1
+            self.res.offloaded_by_group[g] += 1
+        assert len(self.owner) == self.host.num_cached, "host names and completed copies differ"
+        self.res.peak_pages = max(self.res.peak_pages, self.host.num_cached)
+        self.res.peak_by_group = [
+            max(a, b) for a, b in zip(self.res.peak_by_group, self.host_named)
+        ]
+
+    def claimed(self, tables: Any, load: Any, hit: int) -> None:
+        assert load.state == "pending"
+        for g, j, dp in zip(ints(load.groups), ints(load.slots), ints(load.device_pages)):
+            assert int(tables[g].page_ids()[j]) == dp != 0, "a load outside its real slot"
+        self.pending.append(load)
+        self.plans.append(load)
+        self.res.host_hit_tokens += hit
+
+    def complete_loads(self) -> None:
+        for load in self.pending:
+            # (The engine copies load.host_pages -> load.device_pages here.)
+            cached = self.c.pool.num_cached
+            self.c.complete_load(load)
+            assert self.c.pool.num_cached - cached == load.num_pages, "a loaded page went unnamed"
+            self.res.loads += 1
+            self.copied[1] += load.num_pages
+        self.pending.clear()
+        assert self.host.num_pinned == 0, "a host page stayed pinned after its copy"
+
+    def finish(self) -> HostResult:
+        assert not self.pending and all(p.state == "completed" for p in self.plans)
+        self.res.stats = self.host.stats()
+        assert [self.res.stats["pages_offloaded"], self.res.stats["pages_loaded"]] == self.copied
+        assert self.host.num_pinned == 0 and self.c.pool.num_pinned == 0
+        return self.res
 
 
 def plot(path: str, runs: dict[tuple[bool, bool], Result], num_blocks: int) -> None:
@@ -220,6 +362,47 @@ def plot(path: str, runs: dict[tuple[bool, bool], Result], num_blocks: int) -> N
     fig.savefig(path)
 
 
+def host_table(lt: Any, w: Workload, pools: list[int], factors: list[int]) -> None:
+    """Retention on, live tail off and on, a host pool of each factor times the device pool."""
+    print("host tier: after every named prefill chunk its reachable pages are offloaded; hits")
+    print("may come from the host (loaded before the forward); host = host pool pages")
+    print(
+        f"{'pool':>6} {'host':>6} {'live tail':<10}{'steps':>7}{'preempted':>10}"
+        f"{'recomputed':>11}{'hit rate':>9}{'host hit':>9}{'loaded':>7}{'short':>6}{'seconds':>8}"
+    )
+    runs: list[tuple[int, int, bool, Result]] = []
+    for nb in pools:
+        w.num_blocks = nb
+        for factor in factors:
+            for live in (False, True):
+                r = run(lt, w, live, True, factor * nb if factor else 1)
+                h = r.host
+                assert h is not None
+                runs.append((nb, factor * nb, live, r))
+                print(
+                    f"{nb:>6} {factor * nb:>6} {'on' if live else 'off':<10}{r.steps:>7}"
+                    f"{r.preemptions:>10}{r.recomputed:>11}{r.hit_rate:>9.1%}"
+                    f"{h.host_hit_tokens:>9}{h.stats['pages_loaded']:>7}{h.short:>6}"
+                    f"{r.seconds:>8.2f}"
+                )
+    print()
+    print("host pages: named host pages at their peak; per group (full, sliding, conv): pages")
+    print("named on the device, pages offloaded (reachable ones only), named host pages at peak")
+    print(
+        f"{'pool':>6} {'host':>6} {'live tail':<10}{'host peak':>10}  {'named on device':<20}"
+        f"{'offloaded':<20}host peak"
+    )
+    for nb, hb, live, r in runs:
+        h = r.host
+        assert h is not None
+        print(
+            f"{nb:>6} {hb:>6} {'on' if live else 'off':<10}{h.peak_pages:>10}  "
+            f"{' / '.join(map(str, h.named_by_group)):<20}"
+            f"{' / '.join(map(str, h.offloaded_by_group)):<20}"
+            f"{' / '.join(map(str, h.peak_by_group))}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -230,8 +413,14 @@ def main() -> None:
         "--num-blocks",
         type=int,
         nargs="+",
-        default=[200, 300, 400, 1200, 1800, 3000],
-        help="pool sizes to run",
+        help="pool sizes to run (default 200 300 400 1200 1800 3000; with --host 400 1200)",
+    )
+    ap.add_argument(
+        "--host",
+        type=int,
+        nargs="+",
+        metavar="FACTOR",
+        help="host tier mode: a host pool of FACTOR times the device pool's pages (0: none)",
     )
     ap.add_argument("--plot", help="write a PNG of pinned pages over steps to this path")
     ap.add_argument("--plot-pool", type=int, default=1800, help="pool size of the plot")
@@ -243,6 +432,10 @@ def main() -> None:
         f"{w.suffix_min}-{w.suffix_max}, one arrival every {w.arrival_gap} steps, chunk {w.chunk}, "
         f"decode {w.decode}; groups full B=64, sliding B=64 W=1024, conv B=8 W=4 ({args.impl})"
     )
+    if args.host:
+        host_table(lt, w, args.num_blocks or [400, 1200], args.host)
+        return
+    args.num_blocks = args.num_blocks or [200, 300, 400, 1200, 1800, 3000]
     print(
         f"{'pool':>6} {'live tail':<10}{'retention':<10}{'steps':>7}{'preempted':>10}"
         f"{'recomputed':>11}{'hit rate':>9}{'peak pages':>11}{'rejected':>9}{'seconds':>8}"

@@ -84,6 +84,149 @@ def test_workload_retention_rule_raises_the_hit_rate_of_a_tight_pool() -> None:
     assert (round(off.hit_rate, 3), round(on.hit_rate, 3)) == (0.578, 0.656)
 
 
+def _host_rows(out: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+    """The host mode's two tables, seconds dropped: (runs, host pages)."""
+    rows = [line.split() for line in out if line[:6].strip().isdigit()]
+    return [r[:10] for r in rows if len(r) == 11], [r for r in rows if len(r) == 19]
+
+
+def test_workload_host_tier_mode_prints_the_same_figures_on_both_implementations(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = str(ROOT / "benchmarks" / "workload.py")
+    small = ["--requests", "6", "--num-blocks", "300", "--host", "0", "2"]
+    tables = []
+    for impl in ("spec", "native"):
+        monkeypatch.setattr(sys, "argv", [script, "--impl", impl, *small])
+        runpy.run_path(script, run_name="__main__")
+        tables.append(_host_rows(capsys.readouterr().out.splitlines()))
+    assert tables[0] == tables[1]
+    runs, pages = tables[1]
+    # pool, host, live tail, steps, preempted, recomputed, hit rate, host hit, loaded, short.
+    assert runs == [
+        ["300", "0", "off", "11", "0", "0", "0.0%", "0", "0", "0"],
+        # With no usable host page every offload of a named chunk is short (None).
+        ["300", "0", "on", "261", "1", "64", "49.2%", "0", "0", "9"],
+        ["300", "600", "off", "11", "0", "0", "0.0%", "0", "0", "0"],
+        # The host serves the hits the device evicted: no preemption, a higher hit rate.
+        ["300", "600", "on", "260", "0", "0", "61.5%", "4096", "11", "0"],
+    ]
+    assert pages[3] == [
+        "300", "600", "on", "594", "198", "/", "198", "/", "201",
+        "198", "/", "198", "/", "198", "198", "/", "198", "/", "198",
+    ]  # fmt: skip
+
+
+def test_workload_host_tier_figures_of_the_readme() -> None:
+    spec = importlib.util.spec_from_file_location("workload", ROOT / "benchmarks" / "workload.py")
+    assert spec is not None and spec.loader is not None
+    wl = importlib.util.module_from_spec(spec)
+    sys.modules["workload"] = wl
+    spec.loader.exec_module(wl)
+    import livetail
+
+    got = {}
+    for nb in (400, 1200):
+        w = wl.Workload(num_blocks=nb)
+        for factor in (0, 2, 8):
+            for live in (False, True):
+                r = wl.run(livetail, w, live, True, factor * nb if factor else 1)
+                h = r.host
+                got[nb, factor, live] = (
+                    (r.steps, r.preemptions, r.recomputed, round(r.hit_rate, 3)),
+                    (h.host_hit_tokens, h.stats["pages_loaded"], h.short, h.peak_pages),
+                    (h.named_by_group, h.offloaded_by_group, h.peak_by_group),
+                )
+                if factor == 0:
+                    # A host pool with no usable page changes nothing: the figures of the
+                    # device-only run (retention on).
+                    bare = wl.run(livetail, w, live, True)
+                    assert bare.host is None
+                    assert (bare.steps, bare.preemptions, bare.recomputed, bare.hit_tokens) == (
+                        r.steps, r.preemptions, r.recomputed, r.hit_tokens
+                    )  # fmt: skip
+    # steps, preempted, recomputed, hit rate; host hit tokens, pages loaded, short offloads,
+    # named host pages at peak; per group (full, sliding, conv): pages named on the device,
+    # pages offloaded, named host pages at peak.
+    assert got == {
+        (400, 0, False): ((3639, 0, 0, 0.703), (0, 0, 74, 0),
+                          ([1562, 1562, 12718], [0, 0, 0], [0, 0, 0])),
+        (400, 0, True): ((1306, 2, 128, 0.656), (0, 0, 80, 0),
+                         ([1715, 1715, 1741], [0, 0, 0], [0, 0, 0])),
+        (400, 2, False): ((3627, 0, 0, 0.751), (16256, 35, 0, 799),
+                          ([1308, 1308, 10686], [1562, 1360, 1311], [321, 271, 265])),
+        (400, 2, True): ((1172, 0, 0, 0.751), (16384, 36, 0, 799),
+                         ([1306, 1306, 1332], [1562, 1353, 1308], [322, 271, 265])),
+        (400, 8, False): ((3627, 0, 0, 0.751), (16384, 33, 0, 3199),
+                          ([1306, 1306, 10670], [1370, 1308, 1306], [1121, 1065, 1063])),
+        (400, 8, True): ((1172, 0, 0, 0.751), (16384, 36, 0, 3199),
+                         ([1306, 1306, 1332], [1370, 1313, 1306], [1121, 1065, 1063])),
+        (1200, 0, False): ((419, 2, 128, 0.733), (0, 0, 68, 0),
+                           ([1314, 1314, 10729], [0, 0, 0], [0, 0, 0])),
+        (1200, 0, True): ((411, 4, 4885, 0.697), (0, 0, 75, 0),
+                          ([1511, 1511, 1536], [0, 0, 0], [0, 0, 0])),
+        (1200, 2, False): ((421, 0, 0, 0.751), (4096, 3, 0, 2399),
+                           ([1306, 1306, 10670], [1370, 1319, 1307], [853, 803, 788])),
+        (1200, 2, True): ((403, 2, 99, 0.751), (37760, 27, 0, 2399),
+                          ([1306, 1306, 1334], [1370, 1316, 1306], [853, 805, 788])),
+        (1200, 8, False): ((421, 0, 0, 0.751), (4096, 3, 0, 3918),
+                           ([1306, 1306, 10670], [1306, 1306, 1306], [1306, 1306, 1306])),
+        (1200, 8, True): ((403, 2, 99, 0.751), (37760, 27, 0, 3918),
+                          ([1306, 1306, 1334], [1306, 1306, 1306], [1306, 1306, 1306])),
+    }  # fmt: skip
+    # Only reachable pages go to the host: the conv group (B=8) offloads the page behind each
+    # 64-token boundary, fewer than an eighth of the conv pages the device names without live
+    # tail, and its host peak is the same with live tail off and on.
+    for nb in (400, 1200):
+        for factor in (2, 8):
+            off, on = (got[nb, factor, live][2] for live in (False, True))
+            assert off[0][2] > 8 * off[1][2] and off[1][2] <= 1311
+            assert off[2][2] == on[2][2]
+
+
+def test_readme_host_tier_tables_are_the_benchmark_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = str(ROOT / "benchmarks" / "workload.py")
+    monkeypatch.setattr(sys, "argv", [script, "--host", "0", "2", "8"])
+    runpy.run_path(script, run_name="__main__")
+    runs, pages = _host_rows(capsys.readouterr().out.splitlines())
+    readme = (ROOT / "README.md").read_text().split("With a host tier (`python benchmarks", 1)[1]
+    blocks = [b.split("```", 1)[0] for b in readme.split("```\n")[1::2]][:2]
+    assert len(runs) == len(pages) == 12
+    assert [line.split() for line in blocks[0].splitlines()[1:]] == runs
+    assert [line.split() for line in blocks[1].splitlines()[1:]] == pages
+
+
+def test_workload_host_tier_copies_the_system_prompt_again_once_the_host_evicts_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = importlib.util.spec_from_file_location("workload", ROOT / "benchmarks" / "workload.py")
+    assert spec is not None and spec.loader is not None
+    wl = importlib.util.module_from_spec(spec)
+    sys.modules["workload"] = wl
+    spec.loader.exec_module(wl)
+    import livetail
+
+    copies: list[int] = []  # full-group slots offloaded, over every plan
+    offload = wl.HostTier.offload
+
+    def counted(self: object, tables: object, num_tokens: int) -> None:
+        plans = len(self.plans)  # type: ignore[attr-defined]
+        offload(self, tables, num_tokens)
+        if len(self.plans) > plans:  # type: ignore[attr-defined]
+            plan = self.plans[-1]  # type: ignore[attr-defined]
+            copies.extend(j for g, j in zip(wl.ints(plan.groups), wl.ints(plan.slots)) if g == 0)
+
+    monkeypatch.setattr(wl.HostTier, "offload", counted)
+    for nb, factor, times in ((400, 2, 5), (400, 8, 2), (1200, 2, 2), (1200, 8, 1)):
+        for live in (False, True):
+            copies.clear()
+            wl.run(livetail, wl.Workload(num_blocks=nb), live, True, factor * nb)
+            # Full slots 0-63 hold the 4096-token system prompt every request starts with.
+            assert [copies.count(j) for j in range(64)] == [times] * 64
+
+
 def test_readme_ten_line_example_runs_with_the_figures_it_states() -> None:
     readme = (ROOT / "README.md").read_text()
     block = readme.split("## Ten lines", 1)[1].split("```python", 1)[1].split("```", 1)[0]
