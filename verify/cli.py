@@ -2,9 +2,9 @@
 
 ``livetail verify`` runs every theorem (each in a fresh process, two at a time, its proofs
 budgeted in Z3 resource units, a wall-clock kill only as a hang guard), the
-spec-against-native differential campaign, and optionally the kill table of the wrong spec
-variants; prints one table; writes a JSON report and the traces of every
-witness and counterexample; exits non-zero on any failure.
+spec-against-native differential campaign (device and host-tier machines), and optionally
+the kill table of the wrong spec variants; prints one table; writes a JSON report and the
+traces of every witness and counterexample; exits non-zero on any failure.
 
 Every subcommand needs the ``verify`` extra (z3-solver, hypothesis, rich); without it, and
 for an unknown subcommand, the command says what is missing and exits 2, as it does for
