@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 from livetail.verify import replay
+from livetail.verify.machine import Impl
 from livetail.verify.trace import load_trace, make_trace, write_trace
 
 TRACES = Path(__file__).parent / "traces"
@@ -338,3 +340,15 @@ def test_malformed_host_trace_exits_2(
     path.write_text(json.dumps(trace))
     assert replay.main([str(path), "--impl", "spec"]) == 2
     assert f"livetail replay: {path}: {message}" in capsys.readouterr().err
+
+
+def test_host_trace_on_an_implementation_without_a_host_pool_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_host = types.ModuleType("no_host")  # a module with the device classes only
+    monkeypatch.setattr(replay, "implementations", lambda which: [Impl("no-host", no_host)])
+    assert replay.main([str(TRACES / "host-round-trip.json")]) == 2
+    assert (
+        "livetail replay: the trace runs the host tier but no-host has no host pool"
+        in capsys.readouterr().err
+    )
