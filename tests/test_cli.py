@@ -152,14 +152,21 @@ def test_verify_passes_campaign_results_through(
         seen.update(examples=examples, traces_dir=traces_dir, seed=seed)
         if progress is not None:
             progress(examples, examples)
-        return {"examples": examples, "failures": 0, "traces": [], "seconds": 0.1}
+        return {
+            "examples": examples,
+            "host_examples": examples,
+            "failures": 0,
+            "traces": [],
+            "seconds": 0.1,
+        }
 
     monkeypatch.setattr(campaign, "run_campaign", fake)
     code, report = _verify(tmp_path, "--only", "differential", "--examples", "7", "--seed", "5")
     assert code == cli.EXIT_OK
     assert seen == {"examples": 7, "traces_dir": tmp_path / "traces", "seed": 5}
     assert report["theorems"] == []
-    assert report["differential"]["examples"] == 7 and report["differential"]["ok"] is True
+    d = report["differential"]
+    assert (d["examples"], d["host_examples"], d["ok"]) == (7, 7, True)
 
 
 def test_replay_subcommand_delegates_to_the_replayer(tmp_path: Path) -> None:

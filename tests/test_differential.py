@@ -58,18 +58,22 @@ def test_run_campaign_reports_its_budget_and_calls_progress_up_to_it(tmp_path: P
         5, tmp_path, seed=1, progress=lambda done, total: seen.append((done, total))
     )
     assert {
-        k: report[k] for k in ("examples", "failures", "traces", "implementations", "seed")
+        k: report[k]
+        for k in ("examples", "host_examples", "failures", "traces", "implementations", "seed")
     } == {
         "examples": 5,
+        "host_examples": 5,
         "failures": 0,
         "traces": [],
         "implementations": ["spec", "native"],
         "seed": 1,
     }
+    assert report["failure"] is None
     assert report["seconds"] > 0
-    # One call per machine run, clamped to the budget: 1, 2, ... up to (5, 5).
-    assert seen[:5] == [(n, 5) for n in range(1, 6)]
-    assert set(seen[5:]) <= {(5, 5)}
+    # One call per machine run, clamped to each machine's budget: the device machine's 1 to
+    # 5, then the host machine's counted after them, 6 to 10, out of 10.
+    assert sorted(set(seen)) == [(n, 10) for n in range(1, 11)]
+    assert seen == sorted(seen)
     assert list(tmp_path.iterdir()) == []
 
 

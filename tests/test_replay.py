@@ -5,11 +5,13 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 from livetail.verify import replay
+from livetail.verify.machine import Impl
 from livetail.verify.trace import load_trace, make_trace, write_trace
 
 TRACES = Path(__file__).parent / "traces"
@@ -148,6 +150,8 @@ def test_kept_traces_exist() -> None:
         "variants/live-off-by-one.json",
         "variants/reclaim-stops-at-hole.json",
         "variants/acquire-before-check.json",
+        "host-round-trip.json",
+        "variants/evict-pinned-host-page.json",
     } <= names
 
 
@@ -213,3 +217,138 @@ def test_replay_blames_only_the_side_that_diverged() -> None:
     assert "spec[acquire-before-check]: all-or-nothing: failed acquire changed" in result
     code, _ = _run(path, "--impl", "native")
     assert code == 0
+
+
+# --- host-tier traces (geometry host_blocks, host_* ops; verify/machine_host.py) --------
+
+
+def test_host_trace_replays_green_with_a_match_served_by_both_tiers() -> None:
+    code, text = _run(str(TRACES / "host-round-trip.json"), "--impl", "both")
+    assert code == 0, text
+    assert (
+        "geometry  g0 full B=4; g1 sliding B=2 W=5 live; g2 state B=4 | lcm 4 | pool 16 pages "
+        "(15 usable) | host pool 24 pages (23 usable) | 3 request(s)\n"
+    ) in text
+    # Eviction left the sliding and state groups' names on the device, the full group's
+    # only on the host: the match takes the full group's 4 slots from the host.
+    assert (
+        "step 10  host_claim(request=1, doc=0, tokens=16)\n"
+        "  returned    match (16, [[0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 10, 13], [0, 0, 0, 14]], "
+        "[[1, 2, 3, 4], [0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0]]), consumed 7, raised None, "
+        "load ([0, 0, 0, 0], [0, 1, 2, 3], [3, 2, 1, 6], [1, 2, 3, 4], 'pending')\n"
+    ) in text
+    assert "              plans  offloads [aborted, completed] | pending loads r1\n" in text
+    assert "  properties  agree ok  claim ok  host-data ok\n" in text
+    assert (
+        "step 12  host_free(request=1)\n  returned    aborted load True\n" in text
+        and "  properties  agree ok  free-aborts-load ok  host-data ok\n" in text
+    )
+    assert (
+        "step 7  host_complete_offload(plan=1)\n  returned    plan 0, raised ValueError\n" in text
+    )
+    assert text.count("usage-error ok") == 4
+    assert text.endswith(
+        "result    OK: 18 step(s), spec and native agree, every property holds on spec, native "
+        "(exit 0)\n"
+    )
+
+
+def test_host_variant_trace_reproduces_on_the_spec_alone_through_the_data_oracle() -> None:
+    path = str(TRACES / "variants" / "evict-pinned-host-page.json")
+    code, text = _run(path, "--impl", "spec", "--variant", "evict-pinned-host-page", "--quiet")
+    assert code == 1
+    assert text.startswith(
+        "result    REPRODUCED at step 9 host_complete_load(request=0): host-data (exit 1)\n"
+        "          spec[evict-pinned-host-page]: host-data: device page 13 named 0 holds other; "
+    )
+    # Against native the pinned pages still in the host queue diverge at the claim already.
+    code, text = _run(path, "--variant", "evict-pinned-host-page", "--quiet")
+    assert code == 1
+    assert text.startswith(
+        "result    REPRODUCED at step 5 host_claim(request=0, doc=0, tokens=8): agree (exit 1)\n"
+        "          agree: host queue [4, 3, 2, 1] vs [4, 3]; "
+    )
+
+
+HOST_GROUPS = [{"kind": "full", "block_size": 4}]
+HOST_OPS = [{"op": "host_compute", "request": 0, "tokens": 8}]
+
+
+@pytest.mark.parametrize(
+    ("geometry", "ops", "message"),
+    [
+        ({}, HOST_OPS, "ops[0].op 'host_compute' is a host-tier op: it needs geometry.host_blocks"),
+        (
+            {"host_blocks": 4},
+            [{"op": "acquire", "request": 0, "tokens": 8}],
+            "ops[0].op 'acquire' is not a host-tier op; a trace with geometry.host_blocks holds",
+        ),
+        ({"host_blocks": 0}, HOST_OPS, "geometry.host_blocks must be >= 1, got 0"),
+        ({"host_blocks": "4"}, HOST_OPS, "geometry.host_blocks must be an integer"),
+        ({"host_pool": 4}, HOST_OPS, "geometry has unknown field(s) ['host_pool']"),
+        (
+            {"host_blocks": 4},
+            [{"op": "host_complete_offload"}],
+            "ops[0] (host_complete_offload) is missing field 'plan'",
+        ),
+        (
+            {"host_blocks": 4},
+            [{"op": "host_abort_offload", "plan": -1}],
+            "ops[0].plan must be >= 0, got -1",
+        ),
+        (
+            {"host_blocks": 4},
+            [{"op": "host_claim", "request": 0, "doc": 0, "tokens": 8, "pages": 2}],
+            "ops[0] (host_claim) has unknown field(s) ['pages']",
+        ),
+        (
+            {"host_blocks": 4},
+            [{"op": "host_free", "request": 1}],
+            "ops[0].request=1 but the trace has 1 request(s)",
+        ),
+        (
+            {"host_blocks": 4},
+            [{"op": "host_bad", "call": "explode", "request": 0}],
+            "ops[0].call must be one of ['offload-without-host', 'complete-offload-foreign', "
+            "'complete-load-foreign', 'offload-past-extent'], got 'explode'",
+        ),
+        (
+            {"host_blocks": 4},
+            [{"op": "host_evict", "tokens": True}],
+            "ops[0].tokens must be an integer, got True",
+        ),
+    ],
+)
+def test_malformed_host_trace_exits_2(
+    geometry: dict[str, Any],
+    ops: list[dict[str, Any]],
+    message: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "host.json"
+    trace = {
+        "format": "livetail-trace",
+        "version": 1,
+        "title": "t",
+        "origin": "manual",
+        "variant": None,
+        "geometry": {"groups": HOST_GROUPS, "num_blocks": 8, "num_requests": 1, **geometry},
+        "observed": None,
+        "ops": ops,
+    }
+    path.write_text(json.dumps(trace))
+    assert replay.main([str(path), "--impl", "spec"]) == 2
+    assert f"livetail replay: {path}: {message}" in capsys.readouterr().err
+
+
+def test_host_trace_on_an_implementation_without_a_host_pool_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    no_host = types.ModuleType("no_host")  # a module with the device classes only
+    monkeypatch.setattr(replay, "implementations", lambda which: [Impl("no-host", no_host)])
+    assert replay.main([str(TRACES / "host-round-trip.json")]) == 2
+    assert (
+        "livetail replay: the trace runs the host tier but no-host has no host pool"
+        in capsys.readouterr().err
+    )

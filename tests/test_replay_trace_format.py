@@ -79,6 +79,30 @@ def test_claim_with_an_acquire_in_between_is_a_valid_op() -> None:
     assert _trace(ops=[claim, between])["ops"] == [claim, between]
 
 
+def test_host_trace_carries_the_host_pool_size_in_its_geometry(tmp_path: Path) -> None:
+    ops = [
+        {"op": "host_compute", "request": 0, "tokens": 8},
+        {"op": "host_offload", "request": 0, "tokens": 8},
+        {"op": "host_complete_offload", "plan": 0},
+        {"op": "host_bad", "call": "offload-past-extent", "request": 0},
+    ]
+    t = _trace(ops=ops, host_blocks=5)
+    assert t["geometry"] == {
+        "groups": GROUPS,
+        "num_blocks": 40,
+        "num_requests": 1,
+        "host_blocks": 5,
+    }
+    assert t["ops"] == ops
+    geometry = trace_geometry(t)
+    assert geometry.host_blocks == 5
+    assert geometry.describe().endswith(
+        "| pool 40 pages (39 usable) | host pool 5 pages (4 usable) | 1 request(s)"
+    )
+    assert load_trace(write_trace(t, tmp_path)) == t
+    assert trace_geometry(_trace()).host_blocks is None  # a device trace has no host pool
+
+
 def test_trace_without_variant_is_named_spec(tmp_path: Path) -> None:
     assert write_trace(_trace(origin="differential"), tmp_path).name.startswith(
         "differential-spec-"

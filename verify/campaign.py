@@ -1,9 +1,10 @@
-"""Run the differential machine for a budget of examples and keep the failing trace.
+"""Run the differential machines for a budget of examples and keep the failing trace.
 
-``run_campaign`` is what ``livetail verify --examples N`` calls (spec against native);
-``run_differential`` is the general form the tests use (any implementations, a wrong spec
-variant, a fixed seed).  Hypothesis stops at the first failure, shrinks it, and replays the
-minimal example last; that last run is the trace written.
+``run_campaign`` is what ``livetail verify --examples N`` calls (spec against native, the
+device machine then the host-tier machine); ``run_differential`` is the general form the
+tests use (either machine, any implementations, a wrong spec variant, a fixed seed).
+Hypothesis stops at the first failure, shrinks it, and replays the minimal example last;
+that last run is the trace written.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .machine import (
     implementations,
     run_trace,
 )
+from .machine_host import HostStepFailure, host_machine
 from .trace import DEFAULT_TRACES_DIR, TraceError, parse_trace, write_trace
 
 STEPS_PER_EXAMPLE = 50
@@ -70,14 +72,17 @@ def run_differential(
     origin: str = "differential",
     parent: settings | None = None,
     minimize: bool = True,
+    tier: str = "device",
 ) -> DifferentialResult:
     """Drive `impls` in lockstep for up to `examples` examples of up to `steps` ops.
 
-    `variant` patches the spec with a wrong variant for the whole run.  `seed` fixes
-    Hypothesis' randomness (None: derandomized when `parent` says so, else random).  A
-    failure (after Hypothesis' shrinking and, with `minimize`, ``minimize_trace``) is
-    written to `traces_dir` (None: not written).  Errors that are not a failing step (a
-    bug in the machine itself) propagate.
+    `tier` picks the machine: ``"device"`` (``differential_machine``) or ``"host"``
+    (``machine_host.host_machine``, the host tier with its data oracle).  `variant` patches
+    the spec with a wrong variant for the whole run.  `seed` fixes Hypothesis' randomness
+    (None: derandomized when `parent` says so, else random).  A failure (after
+    Hypothesis' shrinking and, with `minimize`, ``minimize_trace``) is written to
+    `traces_dir` (None: not written).  Errors that are not a failing step (a bug in the
+    machine itself) propagate.
     """
     impls = [
         Impl(f"spec[{variant}]", i.module) if variant and i.label == "spec" else i for i in impls
@@ -97,7 +102,12 @@ def run_differential(
         verbosity=Verbosity.quiet,
         suppress_health_check=list(HealthCheck),
     )
-    machine = differential_machine(impls, sink)
+    if tier == "device":
+        machine = differential_machine(impls, sink)
+    elif tier == "host":
+        machine = host_machine(impls, sink)
+    else:
+        raise ValueError(f"tier must be 'device' or 'host', not {tier!r}")
     if seed is not None:
         machine = hypothesis_seed(seed)(machine)
     start = time.monotonic()
@@ -106,7 +116,7 @@ def run_differential(
     with _maybe_variant(variant):
         try:
             run_state_machine_as_test(machine, settings=run_settings)  # type: ignore[no-untyped-call,unused-ignore]
-        except (StepFailure, Flaky) as e:
+        except (StepFailure, HostStepFailure, Flaky) as e:
             failure = str(e)
         if failure is not None and sink.last is not None:
             small = minimize_trace(sink.last, impls) if minimize else sink.last
@@ -126,29 +136,52 @@ def run_campaign(
     seed: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Spec against native for `examples` examples; failing traces go to `traces_dir`.
+    """Spec against native for `examples` examples of the device machine, then as many of
+    the host-tier machine; failing traces go to `traces_dir`.
 
-    Returns {"examples", "failures", "traces", "seconds", "implementations", "seed"}.
-    Raises ``machine.NativeUnavailable`` when the native module cannot be imported.
+    Returns {"examples", "host_examples", "failures" (machines that failed), "traces",
+    "seconds", "implementations", "seed", "failure"}.  `progress` sees (done, 2 *
+    examples), the host machine's examples counted after the device machine's.  Raises
+    ``machine.NativeUnavailable`` when the native module cannot be imported.
     """
     impls = implementations("both")
-    res = run_differential(
-        impls, examples=examples, seed=seed, traces_dir=traces_dir, progress=progress
-    )
+
+    def ticker(offset: int) -> Callable[[int, int], None] | None:
+        if progress is None:
+            return None
+        report = progress
+        return lambda done, total: report(offset + done, 2 * examples)
+
+    results = [
+        run_differential(
+            impls,
+            examples=examples,
+            seed=seed,
+            traces_dir=traces_dir,
+            progress=ticker(offset),
+            tier=tier,
+        )
+        for offset, tier in ((0, "device"), (examples, "host"))
+    ]
+    device, host = results
+    failures = [] if device.failure is None else [device.failure]
+    if host.failure is not None:
+        failures.append(f"host tier: {host.failure}")
     return {
-        "examples": res.examples,
-        "failures": 1 if res.failed else 0,
-        "traces": [str(res.trace_path)] if res.trace_path is not None else [],
-        "seconds": round(res.seconds, 3),
+        "examples": device.examples,
+        "host_examples": host.examples,
+        "failures": len(failures),
+        "traces": [str(r.trace_path) for r in results if r.trace_path is not None],
+        "seconds": round(device.seconds + host.seconds, 3),
         "implementations": [i.label for i in impls],
         "seed": seed,
-        "failure": res.failure,
+        "failure": "\n".join(failures) or None,
     }
 
 
 # --- trace-level minimisation -----------------------------------------------------------
 
-NUMERIC_FIELDS = ("tokens", "chunk", "reserve", "frontier", "between_tokens", "doc")
+NUMERIC_FIELDS = ("tokens", "chunk", "reserve", "frontier", "between_tokens", "doc", "plan")
 REQUEST_FIELDS = ("request", "between_request")
 
 
@@ -211,7 +244,8 @@ def _size(t: dict[str, Any]) -> tuple[int, ...]:
     g = t["geometry"]
     numbers = sum(op.get(f, 0) for op in t["ops"] for f in NUMERIC_FIELDS)
     shape = sum(d["block_size"] + d.get("sliding_window", 0) for d in g["groups"])
-    return (len(t["ops"]), len(g["groups"]), g["num_requests"], g["num_blocks"], shape, numbers)
+    pools = g["num_blocks"] + g.get("host_blocks", 0)
+    return (len(t["ops"]), len(g["groups"]), g["num_requests"], pools, shape, numbers)
 
 
 def _with(t: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -265,9 +299,11 @@ def _candidates(t: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if "between_request" in op:
             plain = {k: v for k, v in op.items() if k not in ("between_request", "between_tokens")}
             yield _with(t, ops=ops[:i] + [plain] + ops[i + 1 :])
-    # A smaller pool.
+    # A smaller pool (and host pool).
     for nb in range(1, g["num_blocks"]):
         yield _with(t, geometry={"num_blocks": nb})
+    for hb in range(1, g.get("host_blocks") or 1):
+        yield _with(t, geometry={"host_blocks": hb})
     # Simpler groups: live tail off, smaller windows, smaller page sizes.
     for k, d in enumerate(groups):
         options: list[dict[str, Any]] = []

@@ -2,9 +2,9 @@
 
 ``livetail verify`` runs every theorem (each in a fresh process, two at a time, its proofs
 budgeted in Z3 resource units, a wall-clock kill only as a hang guard), the
-spec-against-native differential campaign, and optionally the kill table of the wrong spec
-variants; prints one table; writes a JSON report and the traces of every
-witness and counterexample; exits non-zero on any failure.
+spec-against-native differential campaign (device and host-tier machines), and optionally
+the kill table of the wrong spec variants; prints one table; writes a JSON report and the
+traces of every witness and counterexample; exits non-zero on any failure.
 
 Every subcommand needs the ``verify`` extra (z3-solver, hypothesis, rich); without it, and
 for an unknown subcommand, the command says what is missing and exits 2, as it does for
@@ -148,7 +148,9 @@ def _write_traces(result: dict[str, Any], traces_dir: Path) -> list[str]:
 
 
 def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) -> dict[str, Any]:
-    task = progress.add_task(f"differential campaign ({examples} examples)", total=examples)
+    task = progress.add_task(
+        f"differential campaign ({examples} + {examples} host-tier examples)", total=2 * examples
+    )
     t0 = time.monotonic()
     try:
         from .campaign import run_campaign
@@ -167,8 +169,10 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
             "error": f"{type(e).__name__}: {e}",
             "ok": False,
         }
-    progress.update(task, completed=examples)
+    progress.update(task, completed=2 * examples, total=2 * examples)
     out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
+    if "host_examples" in res:
+        out["host_examples"] = res["host_examples"]
     out["ok"] = not res.get("failures")
     return out
 
@@ -257,8 +261,9 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
             verdict = "[green]no divergence[/]"
         else:
             verdict = "[bold red]divergence[/]"
+        host = f" + {d['host_examples']} host-tier" if "host_examples" in d else ""
         t.add_row(
-            f"differential campaign ({d['examples']} examples)",
+            f"differential campaign ({d['examples']}{host} examples)",
             "spec/native",
             verdict,
             "no divergence",

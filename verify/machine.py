@@ -47,7 +47,7 @@ import importlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy
 from hypothesis import strategies as st
@@ -1427,6 +1427,15 @@ def geometries(draw: st.DrawFn) -> Geometry:
     return Geometry(tuple(groups), draw(st.integers(1, 64)), draw(st.integers(1, 4)))
 
 
+class Recorder(Protocol):
+    """What a sink needs of a world: its first failure and its trace (Lockstep, HostWorld)."""
+
+    @property
+    def failure(self) -> Any: ...
+
+    def to_trace(self, origin: str, variant: str | None = None) -> dict[str, Any]: ...
+
+
 class TraceSink:
     """Collects the trace of the last failing run (Hypothesis runs the shrunk example last)."""
 
@@ -1437,7 +1446,7 @@ class TraceSink:
         self.examples = 0
         self.on_example: Callable[[int], None] | None = None
 
-    def finished(self, world: Lockstep | None) -> None:
+    def finished(self, world: Recorder | None) -> None:
         self.examples += 1
         if self.on_example is not None:
             self.on_example(self.examples)
@@ -1626,9 +1635,18 @@ def differential_machine(
 
 def run_trace(
     trace: dict[str, Any], impls: Sequence[Impl], *, stop_at_failure: bool = True
-) -> tuple[Lockstep, list[StepReport]]:
-    """Run a (validated) trace's ops in lockstep; stops after the first failing step."""
+) -> tuple[Any, list[Any]]:
+    """Run a (validated) trace's ops in lockstep; stops after the first failing step.
+
+    A host-tier trace (geometry ``host_blocks``) runs on ``machine_host.HostWorld``, any
+    other on ``Lockstep``; both worlds and reports answer ``failure``, ``to_trace``,
+    ``ok``, ``index`` and ``failed_properties()`` alike.
+    """
     geometry = trace_geometry(trace)
+    if geometry.host_blocks is not None:
+        from .machine_host import run_host_trace
+
+        return run_host_trace(trace, impls, stop_at_failure=stop_at_failure)
     world = Lockstep(geometry, impls)
     reports = []
     for op in trace["ops"]:

@@ -1,33 +1,54 @@
 """Host tier (semantics section 10) in lockstep, with the data oracle (section 7 item 11).
 
-A Hypothesis machine over requests that compute chunks (acquire, name, reclaim, as an
-engine does), offload (plan, then complete or abort), are freed, come back through a match
-across tiers and a claim with loads, and complete their loads; plus usage errors. Every
-implementation (spec first, then native) runs every step; after each step their full state
-must agree: device and host queues, reference counts, name counts, tables, the plans'
-arrays, events of both tiers and both pools' counters.
+Two layers, as in ``verify/machine.py``:
+
+* ``HostWorld`` runs one host op (``host_*`` op dicts of ``verify/trace.py``) on every
+  implementation (normally the spec and the native module): requests compute chunks
+  (acquire, name, reclaim, as an engine does), offload (plan, then complete or abort), are
+  freed, come back through a match across tiers and a claim with loads, and complete their
+  loads; plus usage errors.  After every op the implementations' full state must agree:
+  device and host queues, reference counts, name counts, tables, the plans' arrays, events
+  of both tiers and both pools' counters.  ``livetail replay`` and the minimizer drive it
+  from a trace; ``run_trace`` (``verify/machine.py``) picks it for a trace whose geometry
+  has ``host_blocks``.
+* ``host_machine`` wraps it in a Hypothesis ``RuleBasedStateMachine`` whose rules draw the
+  ops; a failing run becomes a trace through ``TraceSink``.
 
 The data oracle tracks what each device and host page holds, written here from the
 semantics alone: computing a chunk writes each real slot's position content into its page,
 a completed offload copies device -> host page by the plan, a completed load host ->
-device. After every step it checks that every named page holds its name's content (spec
+device. After every op it checks that every named page holds its name's content (spec
 side, where names are visible), that every slot a query of a request can read holds the
 content of its position (a hole there is a failure), and that an offload plan holds
 exactly the reachable named pages whose names the host lacked.
+
+Property names (traces, replay output, docs/traces.md):
+
+``agree``             every implementation returned the same and holds the same state,
+                      events and counters
+``host-data``         the data oracle: named pages hold their names' content, every slot a
+                      query reads holds its position's content
+``offload-set``       an offload plan holds exactly the reachable named pages the host lacked
+``valid-call``        a valid call did not raise
+``ends-once``         completing or aborting an ended plan raised ValueError, changed nothing
+``claim``             a failed claim raised ValueError and changed nothing, and failed only
+                      on too few free device pages (or tables in use)
+``free-aborts-load``  free aborted the request's pending load; completing it then raised
+                      ValueError and changed nothing
+``usage-error``       a ``host_bad`` call raised ValueError and changed nothing
 """
 
 from __future__ import annotations
 
-import importlib
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from .machine import doc_keys
+from .machine import Impl, TraceSink, Verdict, describe_op, doc_keys
+from .trace import HOST_BAD_CALLS, Geometry, GroupGeometry, Op, make_trace
 
 Content = tuple[Any, ...]
 
@@ -53,10 +74,23 @@ def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, str | None]:
         return None, type(e).__name__
 
 
+STATE_PARTS = (
+    "device queue",
+    "device ref counts",
+    "device named",
+    "host queue",
+    "host ref counts",
+    "host named",
+    "tables",
+    "offload plans",
+)
+
+
 @dataclass
 class HostSide:
     """One implementation's pools, coordinators, tables and pending plans."""
 
+    label: str
     mod: Any
     pool: Any
     host: Any
@@ -68,6 +102,31 @@ class HostSide:
     loads: list[Any]  # per request: its pending LoadPlan or None
     content: dict[int, Content]
     hcontent: dict[int, Content]
+
+    @classmethod
+    def build(cls, impl: Impl, geometry: Geometry) -> HostSide:
+        m = impl.module
+        specs = [
+            m.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
+            for g in geometry.groups
+        ]
+        device, host = geometry.num_blocks, geometry.host_blocks or 1
+        pool = m.BlockPool(device, events=True)
+        hp = m.HostPool(host, events=True)
+        return cls(
+            impl.label,
+            m,
+            pool,
+            hp,
+            m.Coordinator(specs, pool, hp),
+            m.Coordinator(specs, m.BlockPool(device)),
+            m.Coordinator(specs, m.BlockPool(device), m.HostPool(host)),
+            [[m.BlockTable() for _ in specs] for _ in range(geometry.num_requests)],
+            [],
+            [None] * geometry.num_requests,
+            {},
+            {},
+        )
 
     @property
     def is_spec(self) -> bool:
@@ -89,6 +148,29 @@ class HostSide:
             [str(o.state) for o in self.offloads],
         )
 
+    def summary(self, r: int) -> list[str]:
+        """Replay's state lines: both pools, request r's tables, the pending plans."""
+
+        def queue(q: list[int]) -> str:
+            return " ".join(map(str, q[:12])) + (" ..." if len(q) > 12 else "")
+
+        p, h = self.pool, self.host
+        lines = [
+            f"device free={int(p.num_free)} named={int(p.num_cached)} "
+            f"queue=[{queue(_ints(p.free_queue()))}]",
+            f"host   free={int(h.num_free)} named={int(h.num_cached)} "
+            f"queue=[{queue(_ints(h.free_queue()))}]",
+        ]
+        for g, t in enumerate(self.tables[r]):
+            ids = " ".join(str(x) if x else "." for x in _ints(t.page_ids()))
+            lines.append(
+                f"r{r}g{g} [{ids}] tail={int(t.tail_available)} floor={int(t.reclaim_floor)}"
+            )
+        offloads = ", ".join(str(o.state) for o in self.offloads) or "none"
+        loads = ", ".join(f"r{i}" for i, x in enumerate(self.loads) if x is not None) or "none"
+        lines.append(f"plans  offloads [{offloads}] | pending loads {loads}")
+        return lines
+
 
 def plan_arrays(plan: Any) -> Any:
     if plan is None:
@@ -102,52 +184,120 @@ def plan_arrays(plan: Any) -> Any:
     )
 
 
-class HostMachine(RuleBasedStateMachine):
-    """Spec and native (or the spec alone) driven through the host tier in lockstep."""
+# --- one step -----------------------------------------------------------------------------
 
-    modules: tuple[str, ...] = ("livetail.spec", "livetail")
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.sides: list[HostSide] = []
-        self.layout: list[tuple[str, int, int | None, bool]] = []
-        self.doc = list(range(NUM_REQUESTS))  # distinct prompts beyond a shared prefix
-        self.computed = [0] * NUM_REQUESTS
-        self.base = 1
-        self.lcm = 1
+@dataclass
+class HostSideStep:
+    """One implementation's view of one host op."""
 
-    # -- set-up ---------------------------------------------------------------------------
+    label: str
+    outcome: Any
+    verdicts: list[Verdict] = field(default_factory=list)
+    observed: tuple[Any, ...] = ()  # state, events, counters after the op
+    lines: list[str] = field(default_factory=list)  # replay's state lines
 
-    @initialize(
-        layout=st.integers(0, len(LAYOUTS) - 1),
-        device=st.sampled_from([16, 24, 40]),
-        host=st.sampled_from([4, 5, 8, 24]),
-    )
-    def setup(self, layout: int, device: int, host: int) -> None:
-        self.layout = LAYOUTS[layout]
-        sizes = [g[1] for g in self.layout]
-        self.base = math.gcd(*sizes)
-        self.lcm = math.lcm(*sizes)
-        for name in self.modules:
-            m = importlib.import_module(name)
-            specs = [m.GroupSpec(k, b, w, live) for k, b, w, live in self.layout]
-            pool = m.BlockPool(device, events=True)
-            hp = m.HostPool(host, events=True)
-            self.sides.append(
-                HostSide(
-                    m,
-                    pool,
-                    hp,
-                    m.Coordinator(specs, pool, hp),
-                    m.Coordinator(specs, m.BlockPool(device)),
-                    m.Coordinator(specs, m.BlockPool(device), m.HostPool(host)),
-                    [[m.BlockTable() for _ in specs] for _ in range(NUM_REQUESTS)],
-                    [],
-                    [None] * NUM_REQUESTS,
-                    {},
-                    {},
-                )
-            )
+    def require(self, prop: str, ok: bool, detail: str = "") -> None:
+        self.verdicts.append(Verdict(prop, ok, "" if ok else detail))
+
+
+@dataclass
+class HostStepReport:
+    index: int
+    op: Op
+    sides: list[HostSideStep]
+    agree: Verdict
+
+    @property
+    def failures(self) -> list[str]:
+        out = [] if self.agree.ok else [f"agree: {self.agree.detail}"]
+        for s in self.sides:
+            out.extend(f"{s.label}: {v.prop}: {v.detail}" for v in s.verdicts if not v.ok)
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def failed_properties(self) -> list[str]:
+        props = [] if self.agree.ok else ["agree"]
+        for s in self.sides:
+            props.extend(v.prop for v in s.verdicts if not v.ok and v.prop not in props)
+        return props
+
+    def verdicts(self) -> list[tuple[str, bool]]:
+        props: dict[str, bool] = {}
+        if len(self.sides) > 1:
+            props["agree"] = self.agree.ok
+        for s in self.sides:
+            for v in s.verdicts:
+                props[v.prop] = props.get(v.prop, True) and v.ok
+        return list(props.items())
+
+
+def _show(c: Content | None) -> str:
+    """Page content for a message: a name's key as its first 8 hex digits."""
+    if c is None:
+        return "nothing"
+    return "(" + ", ".join(x.hex()[:8] if isinstance(x, bytes) else repr(x) for x in c) + ")"
+
+
+def _short(v: Any, limit: int = 200) -> str:
+    text = str(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_outcome(outcome: Any) -> str:
+    if isinstance(outcome, dict):
+        return ", ".join(f"{k} {v}" for k, v in outcome.items())
+    return str(outcome)
+
+
+class HostStepFailure(AssertionError):
+    """A host op diverged or broke a property; carries the report."""
+
+    def __init__(self, report: HostStepReport) -> None:
+        self.report = report
+        lines = [f"step {report.index} {describe_op(report.op)} failed:"]
+        lines.extend(f"  {f}" for f in report.failures)
+        super().__init__("\n".join(lines))
+
+
+class HostWorld:
+    """Every implementation advanced by the same host ops; `run` checks one op."""
+
+    def __init__(self, geometry: Geometry, impls: Sequence[Impl], *, lines: bool = False) -> None:
+        """`lines`: keep each side's state lines per step (replay prints them)."""
+        if not impls:
+            raise ValueError("need at least one implementation")
+        if geometry.host_blocks is None:
+            raise ValueError("a host-tier world needs geometry.host_blocks")
+        self.geometry = geometry
+        self.layout = [
+            (g.kind, g.block_size, g.sliding_window, g.live_tail_alloc) for g in geometry.groups
+        ]
+        self.base = geometry.base
+        self.lcm = geometry.lcm
+        self.sides = [HostSide.build(i, geometry) for i in impls]
+        n = geometry.num_requests
+        self.doc = list(range(n))  # distinct prompts beyond a shared prefix
+        self.computed = [0] * n
+        self.ops: list[Op] = []
+        self.failure: HostStepReport | None = None
+        self.lines = lines
+        for s in self.sides:  # set-up events are nobody's step
+            s.pool.take_events()
+            s.host.take_events()
+
+    @property
+    def reference(self) -> HostSide:
+        return self.sides[0]
+
+    def pending_load(self, r: int) -> bool:
+        return self.reference.loads[r] is not None
+
+    def fresh(self, r: int) -> bool:
+        return not any(t.is_bound or len(t) for t in self.reference.tables[r])
 
     # -- the data oracle's content model ------------------------------------------------
 
@@ -187,170 +337,420 @@ class HostMachine(RuleBasedStateMachine):
                     out.append((g, j))
         return out
 
-    # -- lockstep ---------------------------------------------------------------------------
+    # -- the step ----------------------------------------------------------------------
 
-    def each(self, fn: Callable[[HostSide], Any]) -> list[Any]:
-        outs = [fn(s) for s in self.sides]
-        for o in outs[1:]:
-            assert o == outs[0], f"sides disagree: {outs}"
-        return outs
+    def run(self, op: Op) -> HostStepReport:
+        """Apply `op` on every side, compare, check; records the op (and any failure)."""
+        self.ops.append(dict(op))
+        steps = []
+        for s in self.sides:
+            st_ = HostSideStep(s.label, None)
+            try:
+                st_.outcome = self._apply(s, op, st_)
+            except Exception as e:  # a call the step did not expect to raise
+                st_.outcome = f"raise {type(e).__name__}"
+                st_.require(
+                    "valid-call", False, f"{describe_op(op)} raised {type(e).__name__}: {e}"
+                )
+            steps.append(st_)
+        self._advance(op, steps[0].outcome)
+        for s, st_ in zip(self.sides, steps):
+            st_.observed = (
+                s.state(),
+                (s.pool.take_events(), s.host.take_events()),
+                (s.coord.stats(), s.host.stats()),
+            )
+            if self.lines:
+                st_.lines = s.summary(op.get("request", 0))
+            problems = self.content_problems(s)
+            more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            st_.require("host-data", not problems, "; ".join(problems[:3]) + more)
+        report = HostStepReport(len(self.ops) - 1, dict(op), steps, self._agree(steps))
+        if not report.ok and self.failure is None:
+            self.failure = report
+        return report
+
+    def _agree(self, steps: list[HostSideStep]) -> Verdict:
+        ref = steps[0]
+        problems = []
+        for s in steps[1:]:
+            if s.outcome != ref.outcome:
+                problems.append(
+                    f"{ref.label} returned {describe_outcome(ref.outcome)}, "
+                    f"{s.label} {describe_outcome(s.outcome)}"
+                )
+            (st_a, ev_a, ct_a), (st_b, ev_b, ct_b) = ref.observed, s.observed
+            for part, a, b in zip(STATE_PARTS, st_a, st_b):
+                if a != b:
+                    problems.append(f"{part} {a} vs {b}")
+            if ev_a != ev_b:
+                problems.append(f"events {_short(ev_a)} vs {_short(ev_b)}")
+            for tier, a, b in zip(("device", "host"), ct_a, ct_b):
+                keys = [k for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+                if keys:
+                    problems.append(
+                        f"{tier} counters "
+                        + ", ".join(f"{k} {a.get(k)} vs {b.get(k)}" for k in keys)
+                    )
+        return Verdict("agree", not problems, "; ".join(problems[:4]))
+
+    def _advance(self, op: Op, ref: Any) -> None:
+        """The world's own bookkeeping, from the reference side's outcome."""
+        kind = op["op"]
+        if not isinstance(ref, dict):
+            return
+        r = op.get("request", 0)
+        if kind == "host_compute" and ref.get("acquired"):
+            self.computed[r] += op["tokens"]
+        elif kind == "host_claim" and ref.get("raised") is None and ref["match"][0] > 0:
+            self.doc[r] = op["doc"]
+            self.computed[r] = ref["match"][0]
+        elif kind == "host_free":
+            self.computed[r] = 0
+
+    # -- applying ops --------------------------------------------------------------------
+
+    def _apply(self, s: HostSide, op: Op, st_: HostSideStep) -> Any:
+        kind = op["op"]
+        r = op.get("request", 0)
+        if kind == "host_compute":
+            return self._compute(s, r, op["tokens"], st_)
+        if kind == "host_offload":
+            return self._offload(s, r, min(op["tokens"], self.computed[r]), st_)
+        if kind in ("host_complete_offload", "host_abort_offload"):
+            return self._end_offload(s, op["plan"], kind == "host_complete_offload", st_)
+        if kind == "host_claim":
+            return self._claim(s, r, op["doc"], op["tokens"], st_)
+        if kind == "host_complete_load":
+            return self._complete_load(s, r, st_)
+        if kind == "host_evict":
+            return self._evict(s, op["tokens"])
+        if kind == "host_free":
+            return self._free(s, r, st_)
+        if kind == "host_bad":
+            return self._bad(s, op["call"], r, st_)
+        raise ValueError(f"not a host op: {kind!r}")
+
+    def _compute(self, s: HostSide, r: int, n: int, st_: HostSideStep) -> Any:
+        """Acquire a chunk, compute it (write its pages), name, reclaim: an engine step."""
+        if self.pending_load(r):
+            return "skipped: the engine completes a load before computing past it"
+        c0 = self.computed[r]
+        ts = s.tables[r]
+        ok, err = _attempt(s.coord.acquire, ts, n)
+        st_.require("valid-call", err is None, f"a valid acquire raised {err}")
+        if not ok:
+            return {"acquired": ok}
+        for g, t in enumerate(ts):
+            B = self.layout[g][1]
+            ids = _ints(t.page_ids())
+            for j in range(c0 // B, (c0 + n - 1) // B + 1):
+                if ids[j]:
+                    s.content[ids[j]] = self.position_content(r, g, j, c0 + n)
+        keys = doc_keys(self.doc[r], c0 + n, self.base)
+        named = s.coord.cache_full_blocks(ts, keys, c0 + n)
+        back = s.coord.reclaim_expired(ts, c0 + n)
+        return {"acquired": True, "named": int(named), "reclaimed": int(back)}
+
+    def _offload(self, s: HostSide, r: int, n: int, st_: HostSideStep) -> Any:
+        want = None
+        if s.is_spec:
+            host_names = set(s.host._pages_named)
+            want = [
+                (g, j)
+                for g, j in self.reachable(r, n, s)
+                if s.pool._name(int(s.tables[r][g].page_ids()[j])) not in host_names
+            ]
+        plan, err = _attempt(s.coord.plan_offload, s.tables[r], n)
+        st_.require("valid-call", err is None, f"a valid plan_offload raised {err}")
+        if plan is not None:
+            s.offloads.append(plan)
+            got = list(zip(_ints(plan.groups), _ints(plan.slots)))
+            # Oracle: exactly the reachable named pages whose names the host lacked.
+            if want is not None:
+                st_.require("offload-set", got == want, f"offload plan {got}, reachable {want}")
+        return {"tokens": n, "plan": plan_arrays(plan)}
+
+    def _end_offload(self, s: HostSide, back: int, complete: bool, st_: HostSideStep) -> Any:
+        """Complete or abort the plan `back` places before the latest (0: the latest)."""
+        k = len(s.offloads) - 1 - back
+        if k < 0:
+            return f"skipped: {len(s.offloads)} offload plan(s)"
+        plan = s.offloads[k]
+        pending = str(plan.state) == "pending"
+        fn = s.coord.complete_offload if complete else s.coord.abort_offload
+        before = s.state()
+        _, err = _attempt(fn, plan)
+        if err is None and complete:  # the engine copied each device page to its host page
+            for dp, hp in zip(_ints(plan.device_pages), _ints(plan.host_pages)):
+                s.hcontent[hp] = s.content.get(dp, ("garbage",))
+        if not pending:
+            st_.require(
+                "ends-once",
+                err == "ValueError" and s.state() == before,
+                f"ending a plan that ended raised {err}"
+                + ("" if s.state() == before else " and changed the state"),
+            )
+        else:
+            st_.require("valid-call", err is None, f"ending a pending plan raised {err}")
+        return {"plan": k, "raised": err}
+
+    def _claim(self, s: HostSide, r: int, d: int, tokens: int, st_: HostSideStep) -> Any:
+        """A freed request comes back: match across tiers, then claim with loads."""
+        fresh = not any(t.is_bound or len(t) for t in s.tables[r])
+        keys = doc_keys(d, tokens, self.base)
+        m = s.coord.match_prefix(keys)
+        hit = (int(m.num_tokens), [_ints(p) for p in m.pages], [_ints(p) for p in m.host_pages])
+        consumed, _ = _attempt(s.coord.blocks_consumed_by_claim, m)
+        free = int(s.pool.num_free)
+        before = s.state()
+        plan, err = _attempt(s.coord.claim, s.tables[r], m)
+        if err is not None and err != "ValueError":
+            st_.require("valid-call", False, f"claim raised {err}")
+        elif err is not None:
+            st_.require(
+                "claim", s.state() == before, "a claim raised ValueError and changed the state"
+            )
+            st_.require(
+                "claim",
+                not fresh or (consumed is not None and consumed > free),
+                f"a claim failed with enough free pages ({consumed} of {free})",
+            )
+        else:
+            st_.require("claim", fresh, "a claim into tables in use went through")
+            if plan is not None:
+                s.loads[r] = plan
+                for dp in _ints(plan.device_pages):
+                    s.content[dp] = ("unloaded", dp)  # fresh: holds nothing until the copy
+        return {"match": hit, "consumed": consumed, "raised": err, "load": plan_arrays(plan)}
+
+    def _complete_load(self, s: HostSide, r: int, st_: HostSideStep) -> Any:
+        plan = s.loads[r]
+        if plan is None:
+            return "skipped: no pending load"
+        _, err = _attempt(s.coord.complete_load, plan)
+        st_.require("valid-call", err is None, f"complete_load of a pending load raised {err}")
+        if err is None:  # the engine copied each host page into its device page
+            for hp, dp in zip(_ints(plan.host_pages), _ints(plan.device_pages)):
+                s.content[dp] = s.hcontent.get(hp, ("garbage",))
+            s.loads[r] = None
+        return {"raised": err}
+
+    def _evict(self, s: HostSide, tokens: int) -> Any:
+        """Another request takes up to `tokens` tokens (as many as fit) and leaves: its
+        allocation evicts old device names."""
+        ts = s.coord.new_tables()
+        k = tokens
+        while k and s.coord.blocks_needed_for(ts, k) > s.pool.num_free:
+            k -= 1
+        ok = s.coord.acquire(ts, k)
+        for t in ts:  # what it computed is garbage to the oracle
+            for p in _ints(t.page_ids()):
+                if p:
+                    s.content[p] = ("scratch", p)
+        s.coord.free(ts)
+        return {"tokens": k, "acquired": bool(ok)}
+
+    def _free(self, s: HostSide, r: int, st_: HostSideStep) -> Any:
+        plan = s.loads[r]
+        s.coord.free(s.tables[r])
+        s.loads[r] = None
+        if plan is not None:
+            st_.require(
+                "free-aborts-load",
+                str(plan.state) == "aborted",
+                f"free left its pending load {plan.state}",
+            )
+            before = s.state()
+            _, err = _attempt(s.coord.complete_load, plan)
+            st_.require(
+                "free-aborts-load",
+                err == "ValueError" and s.state() == before,
+                f"completing a freed load raised {err}"
+                + ("" if s.state() == before else " and changed the state"),
+            )
+            return {"aborted load": True}
+        return {"aborted load": False}
+
+    def _bad(self, s: HostSide, call: str, r: int, st_: HostSideStep) -> Any:
+        """Usage errors: ValueError, nothing changed."""
+        before = s.state()
+        if call == "offload-without-host":
+            _, err = _attempt(s.bare.plan_offload, s.bare.new_tables(), 0)
+        elif call == "complete-offload-foreign":
+            if not s.offloads:
+                return "skipped: no offload plan"
+            _, err = _attempt(s.other.complete_offload, s.offloads[-1])
+        elif call == "complete-load-foreign":
+            if s.loads[r] is None:
+                return "skipped: no pending load"
+            _, err = _attempt(s.other.complete_load, s.loads[r])
+        elif call == "offload-past-extent":
+            _, err = _attempt(s.coord.plan_offload, s.tables[r], self.computed[r] + 1_000)
+        else:
+            raise ValueError(f"unknown host_bad call {call!r}; known: {HOST_BAD_CALLS}")
+        changed = s.state() != before
+        st_.require(
+            "usage-error",
+            err == "ValueError" and not changed,
+            f"usage error {call} gave {err}" + (" and changed the state" if changed else ""),
+        )
+        return {"raised": err}
+
+    # -- the data oracle -------------------------------------------------------------------
+
+    def content_problems(self, s: HostSide) -> list[str]:
+        out = []
+        if s.is_spec:
+            for p, name in s.pool._name_of.items():
+                if s.content.get(p) != name:
+                    out.append(f"device page {p} named {name[0]} holds other")
+            for hp, name in s.host._name_of.items():
+                if s.hcontent.get(hp) != name:
+                    out.append(f"host page {hp} named {name[0]} holds other")
+        for r in range(self.geometry.num_requests):
+            c = self.computed[r]
+            if c == 0 or s.loads[r] is not None:
+                continue  # nothing computed, or the engine must not read before the load
+            for g, t in enumerate(s.tables[r]):
+                ids = _ints(t.page_ids())
+                for j in self.read_slots(g, c):
+                    if j >= len(ids) or ids[j] == 0:
+                        out.append(f"request {r} group {g} slot {j}: a query reads a hole")
+                        continue
+                    got = s.content.get(ids[j])
+                    want = self.position_content(r, g, j, c)
+                    if got != want:
+                        out.append(
+                            f"request {r} group {g} slot {j} holds {_show(got)}, not {_show(want)}"
+                        )
+        return out
+
+    # -- traces ----------------------------------------------------------------------------
+
+    def to_trace(
+        self, origin: str, variant: str | None = None, title: str | None = None
+    ) -> dict[str, Any]:
+        """The ops run so far as a trace (observed = the first failing step, if any)."""
+        observed: dict[str, Any] | None = None
+        rep = self.failure
+        if rep is not None:
+            observed = {
+                "step": rep.index,
+                "properties": rep.failed_properties(),
+                "failures": rep.failures,
+                "outcomes": {s.label: describe_outcome(s.outcome) for s in rep.sides},
+                "implementations": [s.label for s in rep.sides],
+            }
+            if title is None:
+                props = ", ".join(rep.failed_properties())
+                title = f"host tier: {props} at step {rep.index}: {describe_op(rep.op)}"
+        ops = self.ops if rep is None else self.ops[: rep.index + 1]
+        return make_trace(
+            [g.to_dict() for g in self.geometry.groups],
+            self.geometry.num_blocks,
+            self.geometry.num_requests,
+            ops,
+            title=title or "recorded host-tier run",
+            origin=origin,
+            variant=variant,
+            observed=observed,
+            host_blocks=self.geometry.host_blocks,
+        )
+
+
+def run_host_trace(
+    trace: dict[str, Any], impls: Sequence[Impl], *, stop_at_failure: bool = True
+) -> tuple[HostWorld, list[HostStepReport]]:
+    """Run a (validated) host-tier trace's ops in lockstep; stops after the first failure."""
+    from .trace import trace_geometry
+
+    world = HostWorld(trace_geometry(trace), impls)
+    reports = []
+    for op in trace["ops"]:
+        rep = world.run(op)
+        reports.append(rep)
+        if not rep.ok and stop_at_failure:
+            break
+    return world, reports
+
+
+# --- the Hypothesis machine -------------------------------------------------------------
+
+
+class HostMachine(RuleBasedStateMachine):
+    """Spec and native (or the spec alone) driven through the host tier in lockstep."""
+
+    impls: tuple[Impl, ...] = ()
+    sink: TraceSink | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world: HostWorld | None = None
+
+    @property
+    def w(self) -> HostWorld:
+        assert self.world is not None
+        return self.world
+
+    def step(self, op: Op) -> None:
+        report = self.w.run(op)
+        if not report.ok:
+            raise HostStepFailure(report)
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    @initialize(
+        layout=st.integers(0, len(LAYOUTS) - 1),
+        device=st.sampled_from([16, 24, 40]),
+        host=st.sampled_from([4, 5, 8, 24]),
+    )
+    def setup(self, layout: int, device: int, host: int) -> None:
+        groups = tuple(GroupGeometry(k, b, w, live) for k, b, w, live in LAYOUTS[layout])
+        self.world = HostWorld(Geometry(groups, device, NUM_REQUESTS, host), self.impls)
 
     # -- rules ------------------------------------------------------------------------------
 
     @rule(r=st.integers(0, NUM_REQUESTS - 1), n=st.integers(1, 12))
     def compute(self, r: int, n: int) -> None:
-        """Acquire a chunk, compute it (write its pages), name, reclaim: an engine step."""
-        if self.sides[0].loads[r] is not None:
+        if self.w.pending_load(r):
             return  # the engine completes a load before computing past it
-        c0 = self.computed[r]
-
-        def step(s: HostSide) -> Any:
-            ts = s.tables[r]
-            ok, err = _attempt(s.coord.acquire, ts, n)
-            assert err is None, f"a valid acquire raised {err}"
-            if not ok:
-                return (ok, err)
-            for g, t in enumerate(ts):
-                B = self.layout[g][1]
-                ids = _ints(t.page_ids())
-                for j in range(c0 // B, (c0 + n - 1) // B + 1):
-                    if ids[j]:
-                        s.content[ids[j]] = self.position_content(r, g, j, c0 + n)
-            keys = doc_keys(self.doc[r], c0 + n, self.base)
-            named = s.coord.cache_full_blocks(ts, keys, c0 + n)
-            back = s.coord.reclaim_expired(ts, c0 + n)
-            return (ok, int(named), int(back))
-
-        outs = self.each(step)
-        if outs[0][0]:
-            self.computed[r] += n
+        self.step({"op": "host_compute", "request": r, "tokens": n})
 
     @rule(r=st.integers(0, NUM_REQUESTS - 1), upto=st.integers(0, 64))
     def offload(self, r: int, upto: int) -> None:
-        n = min(upto, self.computed[r])
+        self.step({"op": "host_offload", "request": r, "tokens": upto})
 
-        def step(s: HostSide) -> Any:
-            want = None
-            if s.is_spec:
-                host_names = set(s.host._pages_named)
-                want = [
-                    (g, j)
-                    for g, j in self.reachable(r, n, s)
-                    if s.pool._name(int(s.tables[r][g].page_ids()[j])) not in host_names
-                ]
-            plan, err = _attempt(s.coord.plan_offload, s.tables[r], n)
-            assert err is None, f"a valid plan_offload raised {err}"
-            if plan is not None:
-                s.offloads.append(plan)
-                got = list(zip(_ints(plan.groups), _ints(plan.slots)))
-                # Oracle: exactly the reachable named pages whose names the host lacked.
-                assert want is None or got == want, f"offload plan {got}, reachable {want}"
-            return (plan_arrays(plan), err)
-
-        self.each(step)
-
-    @precondition(lambda self: self.sides and self.sides[0].offloads)
+    @precondition(lambda self: self.world is not None and self.world.reference.offloads)
     @rule(i=st.integers(0, 7), complete=st.sampled_from([True, True, True, False]))
     def end_offload(self, i: int, complete: bool) -> None:
         """Complete or abort a plan: mostly a pending one, sometimes one that ended (error)."""
-        pending = [k for k, p in enumerate(self.sides[0].offloads) if str(p.state) == "pending"]
-        k = pending[i % len(pending)] if pending and i < 6 else i % len(self.sides[0].offloads)
-
-        def step(s: HostSide) -> Any:
-            plan = s.offloads[k]
-            pending = str(plan.state) == "pending"
-            fn = s.coord.complete_offload if complete else s.coord.abort_offload
-            before = s.state()
-            _, err = _attempt(fn, plan)
-            if err is None and complete:  # the engine copied each device page to its host page
-                for dp, hp in zip(_ints(plan.device_pages), _ints(plan.host_pages)):
-                    s.hcontent[hp] = s.content.get(dp, ("garbage",))
-            if not pending:
-                assert err == "ValueError" and s.state() == before, "a plan ended twice"
-            else:
-                assert err is None, f"ending a pending plan raised {err}"
-            return err
-
-        self.each(step)
+        plans = self.w.reference.offloads
+        pending = [k for k, p in enumerate(plans) if str(p.state) == "pending"]
+        k = pending[i % len(pending)] if pending and i < 6 else i % len(plans)
+        kind = "host_complete_offload" if complete else "host_abort_offload"
+        self.step({"op": kind, "plan": len(plans) - 1 - k})
 
     @rule(r=st.integers(0, NUM_REQUESTS - 1), d=st.integers(0, DOCS - 1), pages=st.integers(0, 16))
     def admit(self, r: int, d: int, pages: int) -> None:
         """A freed request comes back: match across tiers, then claim with loads."""
-        if any(t.is_bound or len(t) for t in self.sides[0].tables[r]):
+        if not self.w.fresh(r):
             return  # claims need fresh tables
-        keys = doc_keys(d, pages * self.base, self.base)
-
-        def step(s: HostSide) -> Any:
-            m = s.coord.match_prefix(keys)
-            hit = (int(m.num_tokens), [_ints(p) for p in m.pages], [_ints(p) for p in m.host_pages])
-            consumed, _ = _attempt(s.coord.blocks_consumed_by_claim, m)
-            before = s.state()
-            plan, err = _attempt(s.coord.claim, s.tables[r], m)
-            if err is not None:
-                assert err == "ValueError" and s.state() == before, "a failed claim changed state"
-                assert consumed > s.pool.num_free, "a claim failed with enough free pages"
-            elif plan is not None:
-                s.loads[r] = plan
-                dps = _ints(plan.device_pages)
-                for dp in dps:
-                    s.content[dp] = ("unloaded", dp)  # fresh: holds nothing until the copy
-            return (hit, consumed, err, plan_arrays(plan))
-
-        outs = self.each(step)
-        if outs[0][2] is None and outs[0][0][0] > 0:
-            self.doc[r] = d
-            self.computed[r] = outs[0][0][0]
+        self.step({"op": "host_claim", "request": r, "doc": d, "tokens": pages * self.w.base})
 
     @rule(r=st.integers(0, NUM_REQUESTS - 1))
     def complete_load(self, r: int) -> None:
-        def step(s: HostSide) -> Any:
-            plan = s.loads[r]
-            if plan is None:
-                return None
-            _, err = _attempt(s.coord.complete_load, plan)
-            assert err is None, f"complete_load of a pending load raised {err}"
-            if err is None:  # the engine copied each host page into its device page
-                for hp, dp in zip(_ints(plan.host_pages), _ints(plan.device_pages)):
-                    s.content[dp] = s.hcontent.get(hp, ("garbage",))
-                s.loads[r] = None
-            return err
-
-        self.each(step)
+        if self.w.pending_load(r):
+            self.step({"op": "host_complete_load", "request": r})
 
     @rule(n=st.integers(1, 64))
-    def evict(self, n: int) -> None:  # up to 4 * n tokens
-        """Another request takes n tokens and leaves: its allocation evicts old device names."""
-
-        def step(s: HostSide) -> Any:
-            ts = s.coord.new_tables()
-            k = 4 * n
-            while k and s.coord.blocks_needed_for(ts, k) > s.pool.num_free:  # as much as fits
-                k -= 1
-            ok = s.coord.acquire(ts, k)
-            for t in ts:  # what it computed is garbage to the oracle
-                for p in _ints(t.page_ids()):
-                    if p:
-                        s.content[p] = ("scratch", p)
-            s.coord.free(ts)
-            return ok
-
-        self.each(step)
+    def evict(self, n: int) -> None:
+        """Another request takes up to 4 n tokens and leaves: old device names go."""
+        self.step({"op": "host_evict", "tokens": 4 * n})
 
     @rule(r=st.integers(0, NUM_REQUESTS - 1))
     def free(self, r: int) -> None:
-        def step(s: HostSide) -> Any:
-            plan = s.loads[r]
-            s.coord.free(s.tables[r])
-            s.loads[r] = None
-            if plan is not None:
-                assert str(plan.state) == "aborted", "free left its pending load"
-                before = s.state()
-                _, err = _attempt(s.coord.complete_load, plan)
-                assert err == "ValueError" and s.state() == before, "a freed load completed"
-            return None
-
-        self.each(step)
-        self.computed[r] = 0
+        self.step({"op": "host_free", "request": r})
 
     @rule(
         r=st.integers(0, NUM_REQUESTS - 1),
@@ -361,75 +761,37 @@ class HostMachine(RuleBasedStateMachine):
     def round_trip(self, r: int, n: int, other: bool, load: bool) -> None:
         """Offload everything, free, evict, and come back (as `other` request or as r): the
         life cycle a host hit needs, as one rule so that short runs reach it."""
-        c, d = self.computed[r], self.doc[r]
-        if c == 0 or self.sides[0].loads[r] is not None:
+        c, d = self.w.computed[r], self.w.doc[r]
+        if c == 0 or self.w.pending_load(r):
             return
         self.offload(r, c)
-        self.agree_and_hold_their_content()
-        if self.sides[0].offloads:
+        if self.w.reference.offloads:
             self.end_offload(-1, True)  # the plan just made (or the last still pending)
-            self.agree_and_hold_their_content()
         self.free(r)
-        self.agree_and_hold_their_content()
         self.evict(n)
-        self.agree_and_hold_their_content()
         back = (r + 1) % NUM_REQUESTS if other else r
-        self.admit(back, d, c // self.base)
+        self.admit(back, d, c // self.w.base)
         if load:
-            self.agree_and_hold_their_content()
             self.complete_load(back)
 
     @rule(kind=st.integers(0, 3), r=st.integers(0, NUM_REQUESTS - 1))
     def bad(self, kind: int, r: int) -> None:
         """Usage errors: ValueError, nothing changed."""
+        if kind == 0:
+            call = "offload-without-host"
+        elif kind == 1 and self.w.reference.offloads:
+            call = "complete-offload-foreign"
+        elif kind == 2 and self.w.pending_load(r):
+            call = "complete-load-foreign"
+        else:
+            call = "offload-past-extent"
+        self.step({"op": "host_bad", "call": call, "request": r})
 
-        def step(s: HostSide) -> Any:
-            before = s.state()
-            if kind == 0:
-                _, err = _attempt(s.bare.plan_offload, s.bare.new_tables(), 0)
-            elif kind == 1 and s.offloads:
-                _, err = _attempt(s.other.complete_offload, s.offloads[-1])
-            elif kind == 2 and s.loads[r] is not None:
-                _, err = _attempt(s.other.complete_load, s.loads[r])
-            else:
-                _, err = _attempt(s.coord.plan_offload, s.tables[r], self.computed[r] + 1_000)
-            assert err == "ValueError", f"usage error {kind} gave {err}"
-            assert s.state() == before, f"usage error {kind} changed the state"
-            return err
-
-        self.each(step)
-
-    # -- after every step ---------------------------------------------------------------------
-
-    @invariant()
-    def agree_and_hold_their_content(self) -> None:
-        if not self.sides:
-            return
-        self.each(lambda s: s.state())
-        self.each(lambda s: (s.pool.take_events(), s.host.take_events()))
-        self.each(lambda s: (s.coord.stats(), s.host.stats()))
-        for s in self.sides:
-            self.check_content(s)
-
-    def check_content(self, s: HostSide) -> None:
-        if s.is_spec:
-            for p, name in s.pool._name_of.items():
-                assert s.content.get(p) == name, f"device page {p} named {name[0]} holds other"
-            for hp, name in s.host._name_of.items():
-                assert s.hcontent.get(hp) == name, f"host page {hp} named {name[0]} holds other"
-        for r in range(NUM_REQUESTS):
-            c = self.computed[r]
-            if c == 0 or s.loads[r] is not None:
-                continue  # nothing computed, or the engine must not read before the load
-            for g, t in enumerate(s.tables[r]):
-                ids = _ints(t.page_ids())
-                for j in self.read_slots(g, c):
-                    assert ids[j] != 0, f"request {r} group {g} slot {j}: a query reads a hole"
-                    got = s.content.get(ids[j])
-                    want = self.position_content(r, g, j, c)
-                    assert got == want, f"request {r} group {g} slot {j} holds {got}, not {want}"
+    def teardown(self) -> None:
+        if self.sink is not None:
+            self.sink.finished(self.world)
 
 
-def host_machine(modules: tuple[str, ...] = ("livetail.spec", "livetail")) -> type[HostMachine]:
+def host_machine(impls: Sequence[Impl], sink: TraceSink | None = None) -> type[HostMachine]:
     """The machine over the given implementations (the spec alone: the oracle only)."""
-    return type("HostMachineOf", (HostMachine,), {"modules": modules})
+    return type("HostMachineOf", (HostMachine,), {"impls": tuple(impls), "sink": sink})

@@ -2,9 +2,11 @@
 
 For every op it prints what each side returned, the charge against the pages taken, the
 state of the pool and the request's tables (once when the sides agree, per side when they
-do not), and every property's verdict.  Exit status: 0 when every side agrees and every
-property holds on the whole trace, 1 when a divergence or a violation is reproduced, 2 for
-a usage error (unreadable trace, unknown variant, native module missing).
+do not), and every property's verdict.  A host-tier trace (geometry ``host_blocks``) runs
+on ``machine_host.HostWorld``, data oracle included, and prints both pools and the plans.
+Exit status: 0 when every side agrees and every property holds on the whole trace, 1 when
+a divergence or a violation is reproduced, 2 for a usage error (unreadable trace, unknown
+variant, native module missing).
 
 A trace records the wrong spec variant it was found against (``"variant"``), but replay
 runs the real spec unless ``--variant NAME`` is given: a trace of a fixed bug, or of a
@@ -29,6 +31,7 @@ from .machine import (
     describe_op,
     implementations,
 )
+from .machine_host import HostStepReport, HostWorld, describe_outcome
 from .trace import TraceError, load_trace, trace_geometry
 
 PREFIX_OPS = frozenset({"cache", "claim"})
@@ -46,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="a trace file (JSON, see docs/traces.md)")
     p.add_argument(
         "--variant",
-        choices=sorted(variants.VARIANTS),
+        choices=sorted([*variants.VARIANTS, *variants.HOST_VARIANTS]),
         help="replay against this deliberately wrong variant of the spec",
     )
     p.add_argument(
@@ -81,6 +84,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except NativeUnavailable as e:
         print(f"livetail replay: {e}; use --impl spec", file=sys.stderr)
         return EXIT_USAGE
+    if trace["geometry"].get("host_blocks") is not None:
+        lacking = [i.label for i in impls if not hasattr(i.module, "HostPool")]
+        if lacking:
+            print(
+                f"livetail replay: the trace runs the host tier but {', '.join(lacking)} "
+                "has no host pool",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     prefix_ops = sorted({op["op"] for op in trace["ops"]} & PREFIX_OPS)
     lacking = [i.label for i in impls if not hasattr(i.module.Coordinator, "match_prefix")]
     if prefix_ops and lacking:
@@ -148,12 +160,18 @@ def replay(
         say(f"recorded  step {observed.get('step')}: {', '.join(observed.get('properties', []))}")
     say()
 
-    world = Lockstep(geometry, impls)
-    first_bad: StepReport | None = None
+    host = geometry.host_blocks is not None
+    world: Lockstep | HostWorld = (
+        HostWorld(geometry, impls, lines=True) if host else Lockstep(geometry, impls)
+    )
+    first_bad: StepReport | HostStepReport | None = None
     for op in trace["ops"]:
         rep = world.run(op)
         if not quiet:
-            _print_step(rep, labels, w)
+            if isinstance(rep, HostStepReport):
+                _print_host_step(rep, labels, w)
+            else:
+                _print_step(rep, labels, w)
         if not rep.ok and first_bad is None:
             first_bad = rep
             if not keep_going:
@@ -209,6 +227,31 @@ def _print_step(rep: StepReport, labels: list[str], w: TextIO) -> None:
     verdicts = _verdicts(rep)
     print(
         "  properties  " + "  ".join(f"{p} {'ok' if ok else 'FAIL'}" for p, ok in verdicts), file=w
+    )
+    for f in rep.failures:
+        print(f"    ! {f}", file=w)
+    print(file=w)
+
+
+def _print_host_step(rep: HostStepReport, labels: list[str], w: TextIO) -> None:
+    print(f"step {rep.index}  {describe_op(rep.op)}", file=w)
+    outs = [describe_outcome(s.outcome) for s in rep.sides]
+    if len(set(outs)) == 1:
+        print(f"  returned    {outs[0]}", file=w)
+    else:
+        print("  returned    " + " | ".join(f"{lab}: {o}" for lab, o in zip(labels, outs)), file=w)
+    states = [s.lines for s in rep.sides]
+    if all(st == states[0] for st in states):
+        tag = "(all)" if len(states) > 1 else ""
+        for i, line in enumerate(states[0]):
+            print(f"  {'state ' + tag if i == 0 else '':<11} {line}", file=w)
+    else:
+        for lab, lines in zip(labels, states):
+            for i, line in enumerate(lines):
+                print(f"  {lab if i == 0 else '':<11} {line}", file=w)
+    print(
+        "  properties  " + "  ".join(f"{p} {'ok' if ok else 'FAIL'}" for p, ok in rep.verdicts()),
+        file=w,
     )
     for f in rep.failures:
         print(f"    ! {f}", file=w)

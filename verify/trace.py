@@ -54,6 +54,27 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     # Step plans (semantics section 9, verify/machine_plan.py).
     "plan": ("mask", "first", "tokens"),
 }
+
+# Host-tier ops (semantics section 10, verify/machine_host.py): a trace whose geometry has
+# ``host_blocks`` holds these and nothing else; any other trace none of them.
+HOST_OP_FIELDS: dict[str, tuple[str, ...]] = {
+    "host_compute": ("request", "tokens"),
+    "host_offload": ("request", "tokens"),
+    "host_complete_offload": ("plan",),
+    "host_abort_offload": ("plan",),
+    "host_claim": ("request", "doc", "tokens"),
+    "host_complete_load": ("request",),
+    "host_evict": ("tokens",),
+    "host_free": ("request",),
+    "host_bad": ("call", "request"),
+}
+OP_FIELDS.update(HOST_OP_FIELDS)
+HOST_BAD_CALLS = (
+    "offload-without-host",
+    "complete-offload-foreign",
+    "complete-load-foreign",
+    "offload-past-extent",
+)
 OPTIONAL_BOOL_FIELDS: dict[str, tuple[str, ...]] = {"admit": ("reclaim_between",)}
 OPTIONAL_INT_FIELDS: dict[str, tuple[str, ...]] = {
     "claim": ("between_request", "between_tokens"),
@@ -96,6 +117,7 @@ class Geometry:
     groups: tuple[GroupGeometry, ...]
     num_blocks: int
     num_requests: int
+    host_blocks: int | None = None  # the HostPool's size: a host-tier trace
 
     @property
     def base(self) -> int:
@@ -113,17 +135,25 @@ class Geometry:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "groups": [g.to_dict() for g in self.groups],
             "num_blocks": self.num_blocks,
             "num_requests": self.num_requests,
         }
+        if self.host_blocks is not None:
+            d["host_blocks"] = self.host_blocks
+        return d
 
     def describe(self) -> str:
         groups = "; ".join(f"g{i} {g.describe()}" for i, g in enumerate(self.groups))
+        host = (
+            ""
+            if self.host_blocks is None
+            else f" | host pool {self.host_blocks} pages ({self.host_blocks - 1} usable)"
+        )
         return (
             f"{groups} | lcm {self.lcm} | pool {self.num_blocks} pages "
-            f"({self.num_blocks - 1} usable) | {self.num_requests} request(s)"
+            f"({self.num_blocks - 1} usable){host} | {self.num_requests} request(s)"
         )
 
 
@@ -170,7 +200,9 @@ def _group_from(where: str, value: object) -> GroupGeometry:
     return GroupGeometry(str(kind), block_size, window, live)
 
 
-def geometry_from(groups: Sequence[object], num_blocks: int, num_requests: int) -> Geometry:
+def geometry_from(
+    groups: Sequence[object], num_blocks: int, num_requests: int, host_blocks: int | None = None
+) -> Geometry:
     """Validated geometry from plain values (raises TraceError)."""
     if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
         raise TraceError("geometry.groups must be a non-empty list of group specs")
@@ -179,6 +211,7 @@ def geometry_from(groups: Sequence[object], num_blocks: int, num_requests: int) 
         gs,
         _int("geometry.num_blocks", num_blocks, 1),
         _int("geometry.num_requests", num_requests, 1),
+        None if host_blocks is None else _int("geometry.host_blocks", host_blocks, 1),
     )
 
 
@@ -190,6 +223,14 @@ def validate_op(index: int, op: object, geometry: Geometry) -> Op:
     name = op.get("op")
     if name not in OP_FIELDS:
         raise TraceError(f"{where}.op must be one of {sorted(OP_FIELDS)}, got {name!r}")
+    host = geometry.host_blocks is not None
+    if host and name not in HOST_OP_FIELDS:
+        raise TraceError(
+            f"{where}.op {name!r} is not a host-tier op; a trace with geometry.host_blocks "
+            f"holds only {sorted(HOST_OP_FIELDS)}"
+        )
+    if not host and name in HOST_OP_FIELDS:
+        raise TraceError(f"{where}.op {name!r} is a host-tier op: it needs geometry.host_blocks")
     fields = OP_FIELDS[name]
     optional = OPTIONAL_BOOL_FIELDS.get(name, ())
     optional_ints = OPTIONAL_INT_FIELDS.get(name, ())
@@ -203,6 +244,10 @@ def validate_op(index: int, op: object, geometry: Geometry) -> Op:
         if f == "call":
             if not isinstance(op[f], str):
                 raise TraceError(f"{where}.call must be a string, got {op[f]!r}")
+            if name == "host_bad" and op[f] not in HOST_BAD_CALLS:
+                raise TraceError(
+                    f"{where}.call must be one of {list(HOST_BAD_CALLS)}, got {op[f]!r}"
+                )
             out[f] = op[f]
         else:
             out[f] = _int(f"{where}.{f}", op[f])
@@ -244,6 +289,7 @@ def make_trace(
     origin: str,
     variant: str | None = None,
     observed: Mapping[str, Any] | None = None,
+    host_blocks: int | None = None,
 ) -> dict[str, Any]:
     """A validated trace dict, ready for ``write_trace``.
 
@@ -251,8 +297,9 @@ def make_trace(
     ``sliding_window`` and optionally ``live_tail_alloc`` (``GroupSpec`` objects work too).
     ``origin`` says who produced it (``"differential"``, ``"z3"``, ``"manual"``...);
     ``variant`` names the wrong spec variant it was recorded against, if any.
+    ``host_blocks`` (the host pool's size) makes it a host-tier trace of ``host_*`` ops.
     """
-    geometry = geometry_from(groups, num_blocks, num_requests)
+    geometry = geometry_from(groups, num_blocks, num_requests, host_blocks)
     if not isinstance(title, str) or not isinstance(origin, str):
         raise TraceError("title and origin must be strings")
     if variant is not None and not isinstance(variant, str):
@@ -286,6 +333,9 @@ def parse_trace(data: object) -> dict[str, Any]:
     geometry = data.get("geometry")
     if not isinstance(geometry, Mapping):
         raise TraceError("geometry must be an object")
+    unknown = set(geometry) - {"groups", "num_blocks", "num_requests", "host_blocks"}
+    if unknown:
+        raise TraceError(f"geometry has unknown field(s) {sorted(unknown)}")
     ops = data.get("ops")
     if not isinstance(ops, list):
         raise TraceError("ops must be a list")
@@ -301,12 +351,13 @@ def parse_trace(data: object) -> dict[str, Any]:
         origin=data.get("origin", ""),
         variant=data.get("variant"),
         observed=observed,
+        host_blocks=geometry.get("host_blocks"),
     )
 
 
 def trace_geometry(trace: Mapping[str, Any]) -> Geometry:
     g = trace["geometry"]
-    return geometry_from(g["groups"], g["num_blocks"], g["num_requests"])
+    return geometry_from(g["groups"], g["num_blocks"], g["num_requests"], g.get("host_blocks"))
 
 
 def load_trace(path: Path | str) -> dict[str, Any]:
