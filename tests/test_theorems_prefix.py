@@ -79,11 +79,16 @@ def test_theorem_proves_on_the_spec_and_meets_its_cases(
 
 
 def test_the_theorems_are_registered_after_the_others_in_order() -> None:
-    # Prefix caching comes after the other theorems; only retention and step plans follow it.
+    # Prefix caching comes after the other theorems; only retention, step plans and the host
+    # tier (tests/test_theorems_host.py) follow it.
+    from livetail.verify.theorems import host
+
     names = list(THEOREMS)
     start = names.index(NAMES[0])
     assert names[start : start + len(NAMES)] == NAMES
-    assert names[start + len(NAMES) :] == ["retention-bounded", "step-plan-bounded"]
+    after = names[start + len(NAMES) :]
+    assert after[:2] == ["retention-bounded", "step-plan-bounded"]
+    assert all(THEOREMS[n].check.__module__ == host.__name__ for n in after[2:])
     assert THEOREMS["hit-admission-exact-bounded"].kills == ("combined-charge",)
 
 

@@ -219,8 +219,11 @@ def applied(name: str) -> Iterator[Variant]:
 
 
 # --- host tier (semantics section 10) ----------------------------------------------------
-# Caught by the host machine's data oracle (verify/machine_host.py, tests/test_host_machine.py);
-# no theorem covers the host tier yet, so they stay out of VARIANTS (livetail verify --mutants).
+# Caught by the host machine's data oracle (verify/machine_host.py, tests/test_host_machine.py)
+# and rejected by the host-tier theorems that name them in `kills` (verify/theorems/host.py;
+# `applied` takes either table). They stay out of VARIANTS: `livetail verify --mutants` runs
+# every theorem against every entry of VARIANTS, and the trace format has no host operations
+# for `livetail replay --variant`; tests/test_theorems.py checks each claimed kill.
 
 
 def _load_into_hole(self: Coordinator, slots: list[list[int]], g: int, j: int, page: int) -> None:

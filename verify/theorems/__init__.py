@@ -22,6 +22,7 @@ from . import (
     bounded,
     charges,
     closed_forms,
+    host,
     hot_paths,
     plans,
     prefix,
@@ -33,7 +34,7 @@ from ._prover import DEFAULT_RLIMIT, Prover, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
-# prefix caching, retention and step plans.
+# prefix caching, retention and step plans, the host tier.
 _ORDER = [
     m.__name__
     for m in (
@@ -47,6 +48,7 @@ _ORDER = [
         hot_paths,
         prefix,
         plans,
+        host,
     )
 ]
 _sorted = sorted(THEOREMS.values(), key=lambda t: _ORDER.index(t.check.__module__))
@@ -104,6 +106,11 @@ PROPERTY = {
     "match-greatest-boundary-bounded": "7.8 (bounded)",
     "retention-bounded": "7.9 (bounded)",
     "step-plan-bounded": "7.10 (bounded)",
+    "offload-is-reachable-set-bounded": "7.11 (offload copies the reachable pages, bounded)",
+    "match-across-tiers-greatest-boundary-bounded": "7.11 (match across tiers, bounded)",
+    "claim-with-loads-all-or-nothing-bounded": "7.11 (claim with loads, bounded)",
+    "loads-land-in-real-slots-bounded": "7.11 (loads and the data oracle, bounded)",
+    "offload-preserves-hits-bounded": "7.11 (offload then match across tiers, bounded)",
 }
 
 

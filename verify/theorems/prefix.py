@@ -263,7 +263,7 @@ class World:
     def copy(self) -> World:
         """An independent copy (the coordinator's managers and specs are stateless: shared)."""
         pool = _clone(self.pool, {})
-        new = object.__new__(World)
+        new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.pool = pool
         new.coord = _clone(self.coord, {id(self.pool): pool}, deep=False)
