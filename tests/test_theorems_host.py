@@ -225,7 +225,7 @@ def test_a_load_left_in_a_hole_breaks_the_spec_run_check_inside_the_claim(name: 
 @pytest.fixture
 def no_run_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """The spec's own run check off: the theorems' checks alone must see the hole."""
-    monkeypatch.setattr(_Manager, "_check_runs", lambda *args: None)
+    monkeypatch.setattr(_Manager, "check_runs", False)
 
 
 def test_claim_sees_a_load_left_in_a_hole_by_itself(no_run_check: None) -> None:
