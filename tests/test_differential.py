@@ -2,7 +2,7 @@
 
 One example = a random coordinator (1-4 groups: full, sliding with and without live tail,
 state; page sizes 1-16 with varying lcm), a small pool, 1-4 requests, and up to
-``STEPS`` operations of the request life cycle and its abuses (see verify/machine.py).
+``STEPS`` operations of the request life cycle and its abuses (see verify/machine_rules.py).
 After every step both sides' full state and every query's answer are compared, and each
 section-7 property is checked against the machine's slot-by-slot oracle.
 

@@ -1,6 +1,6 @@
 """Both implementations against the differential machine's slot-by-slot oracle, on a grid.
 
-The oracle (verify/machine.py) is written from semantics.md alone and judges every step
+The oracle (verify/machine_oracle.py) is written from semantics.md alone and judges every step
 of the differential test; here it is checked exhaustively on small geometries against the
 spec and the native module, so a disagreement points at one of the three, not at chance.
 """

@@ -14,6 +14,9 @@ Two layers, as in ``verify/machine.py``:
 * ``host_machine`` wraps it in a Hypothesis ``RuleBasedStateMachine`` whose rules draw the
   ops; a failing run becomes a trace through ``TraceSink``.
 
+One implementation's side (``HostSide``) and the step records are in
+``verify/machine_host_side.py``; this module re-exports them.
+
 The data oracle tracks what each device and host page holds, written here from the
 semantics alone: computing a chunk writes each real slot's position content into its page,
 a completed offload copies device -> host page by the plan, a completed load host ->
@@ -40,17 +43,46 @@ Property names (traces, replay output, docs/traces.md):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from .machine import Impl, TraceSink, Verdict, describe_op, doc_keys
+from .machine_host_side import (
+    STATE_PARTS,
+    Content,
+    HostSide,
+    HostSideStep,
+    HostStepFailure,
+    HostStepReport,
+    _attempt,
+    _ints,
+    _short,
+    _show,
+    describe_outcome,
+    plan_arrays,
+)
 from .trace import HOST_BAD_CALLS, Geometry, GroupGeometry, Op, make_trace
 
-Content = tuple[Any, ...]
+__all__ = [
+    "Content",
+    "DOCS",
+    "HostMachine",
+    "HostSide",
+    "HostSideStep",
+    "HostStepFailure",
+    "HostStepReport",
+    "HostWorld",
+    "LAYOUTS",
+    "NUM_REQUESTS",
+    "STATE_PARTS",
+    "describe_outcome",
+    "host_machine",
+    "plan_arrays",
+    "run_host_trace",
+]
 
 # (kind, block size, window, live tail) per group.
 LAYOUTS: list[list[tuple[str, int, int | None, bool]]] = [
@@ -61,206 +93,6 @@ LAYOUTS: list[list[tuple[str, int, int | None, bool]]] = [
 ]
 NUM_REQUESTS = 3
 DOCS = 3
-
-
-def _ints(a: Any) -> list[int]:
-    return [int(x) for x in a]
-
-
-def _attempt(fn: Callable[..., Any], *args: Any) -> tuple[Any, str | None]:
-    try:
-        return fn(*args), None
-    except Exception as e:  # an observation to compare across sides
-        return None, type(e).__name__
-
-
-STATE_PARTS = (
-    "device queue",
-    "device ref counts",
-    "device named",
-    "host queue",
-    "host ref counts",
-    "host named",
-    "tables",
-    "offload plans",
-)
-
-
-@dataclass
-class HostSide:
-    """One implementation's pools, coordinators, tables and pending plans."""
-
-    label: str
-    mod: Any
-    pool: Any
-    host: Any
-    coord: Any
-    bare: Any  # a coordinator without host pool
-    other: Any  # another coordinator with a host pool
-    tables: list[list[Any]]
-    offloads: list[Any]
-    loads: list[Any]  # per request: its pending LoadPlan or None
-    content: dict[int, Content]
-    hcontent: dict[int, Content]
-
-    @classmethod
-    def build(cls, impl: Impl, geometry: Geometry) -> HostSide:
-        m = impl.module
-        specs = [
-            m.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
-            for g in geometry.groups
-        ]
-        device, host = geometry.num_blocks, geometry.host_blocks or 1
-        pool = m.BlockPool(device, events=True)
-        hp = m.HostPool(host, events=True)
-        return cls(
-            impl.label,
-            m,
-            pool,
-            hp,
-            m.Coordinator(specs, pool, hp),
-            m.Coordinator(specs, m.BlockPool(device)),
-            m.Coordinator(specs, m.BlockPool(device), m.HostPool(host)),
-            [[m.BlockTable() for _ in specs] for _ in range(geometry.num_requests)],
-            [],
-            [None] * geometry.num_requests,
-            {},
-            {},
-        )
-
-    @property
-    def is_spec(self) -> bool:
-        return bool(self.mod.__name__.endswith(".spec"))
-
-    def state(self) -> tuple[Any, ...]:
-        p, h = self.pool, self.host
-        return (
-            _ints(p.free_queue()),
-            _ints(p.ref_counts()),
-            int(p.num_cached),
-            _ints(h.free_queue()),
-            _ints(h.ref_counts()),
-            int(h.num_cached),
-            [
-                [(_ints(t.page_ids()), int(t.tail_available), int(t.reclaim_floor)) for t in ts]
-                for ts in self.tables
-            ],
-            [str(o.state) for o in self.offloads],
-        )
-
-    def summary(self, r: int) -> list[str]:
-        """Replay's state lines: both pools, request r's tables, the pending plans."""
-
-        def queue(q: list[int]) -> str:
-            return " ".join(map(str, q[:12])) + (" ..." if len(q) > 12 else "")
-
-        p, h = self.pool, self.host
-        lines = [
-            f"device free={int(p.num_free)} named={int(p.num_cached)} "
-            f"queue=[{queue(_ints(p.free_queue()))}]",
-            f"host   free={int(h.num_free)} named={int(h.num_cached)} "
-            f"queue=[{queue(_ints(h.free_queue()))}]",
-        ]
-        for g, t in enumerate(self.tables[r]):
-            ids = " ".join(str(x) if x else "." for x in _ints(t.page_ids()))
-            lines.append(
-                f"r{r}g{g} [{ids}] tail={int(t.tail_available)} floor={int(t.reclaim_floor)}"
-            )
-        offloads = ", ".join(str(o.state) for o in self.offloads) or "none"
-        loads = ", ".join(f"r{i}" for i, x in enumerate(self.loads) if x is not None) or "none"
-        lines.append(f"plans  offloads [{offloads}] | pending loads {loads}")
-        return lines
-
-
-def plan_arrays(plan: Any) -> Any:
-    if plan is None:
-        return None
-    return (
-        _ints(plan.groups),
-        _ints(plan.slots),
-        _ints(plan.device_pages),
-        _ints(plan.host_pages),
-        str(plan.state),
-    )
-
-
-# --- one step -----------------------------------------------------------------------------
-
-
-@dataclass
-class HostSideStep:
-    """One implementation's view of one host op."""
-
-    label: str
-    outcome: Any
-    verdicts: list[Verdict] = field(default_factory=list)
-    observed: tuple[Any, ...] = ()  # state, events, counters after the op
-    lines: list[str] = field(default_factory=list)  # replay's state lines
-
-    def require(self, prop: str, ok: bool, detail: str = "") -> None:
-        self.verdicts.append(Verdict(prop, ok, "" if ok else detail))
-
-
-@dataclass
-class HostStepReport:
-    index: int
-    op: Op
-    sides: list[HostSideStep]
-    agree: Verdict
-
-    @property
-    def failures(self) -> list[str]:
-        out = [] if self.agree.ok else [f"agree: {self.agree.detail}"]
-        for s in self.sides:
-            out.extend(f"{s.label}: {v.prop}: {v.detail}" for v in s.verdicts if not v.ok)
-        return out
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def failed_properties(self) -> list[str]:
-        props = [] if self.agree.ok else ["agree"]
-        for s in self.sides:
-            props.extend(v.prop for v in s.verdicts if not v.ok and v.prop not in props)
-        return props
-
-    def verdicts(self) -> list[tuple[str, bool]]:
-        props: dict[str, bool] = {}
-        if len(self.sides) > 1:
-            props["agree"] = self.agree.ok
-        for s in self.sides:
-            for v in s.verdicts:
-                props[v.prop] = props.get(v.prop, True) and v.ok
-        return list(props.items())
-
-
-def _show(c: Content | None) -> str:
-    """Page content for a message: a name's key as its first 8 hex digits."""
-    if c is None:
-        return "nothing"
-    return "(" + ", ".join(x.hex()[:8] if isinstance(x, bytes) else repr(x) for x in c) + ")"
-
-
-def _short(v: Any, limit: int = 200) -> str:
-    text = str(v)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe_outcome(outcome: Any) -> str:
-    if isinstance(outcome, dict):
-        return ", ".join(f"{k} {v}" for k, v in outcome.items())
-    return str(outcome)
-
-
-class HostStepFailure(AssertionError):
-    """A host op diverged or broke a property; carries the report."""
-
-    def __init__(self, report: HostStepReport) -> None:
-        self.report = report
-        lines = [f"step {report.index} {describe_op(report.op)} failed:"]
-        lines.extend(f"  {f}" for f in report.failures)
-        super().__init__("\n".join(lines))
 
 
 class HostWorld:

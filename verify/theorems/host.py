@@ -3,12 +3,12 @@
 Offload plans, matches across tiers, claims with loads and their completion are procedural
 (two FIFO queues, two maps of names, a search over boundaries), so, like ``prefix.py``, these
 theorems run the spec's own classes (``livetail.spec``) over every configuration inside
-stated bounds and check each property on every one.  They reuse ``prefix.py``'s layouts,
-chunkings, prompt lengths and its ``World`` (a coordinator, tables, the ops run so far),
-extended here by a host pool and a data oracle: what each device and host page holds,
-written from the semantics alone (computing a chunk writes each real slot's position
-content, a completed offload copies device -> host page by the plan, a completed load
-host -> device), as ``verify/machine_host.py`` tracks it for the lockstep machine.
+stated bounds and check each property on every one.  They reuse the prefix theorems'
+layouts, chunkings, prompt lengths and ``World`` (``_prefix_world.py``: a coordinator,
+tables, the ops run so far), extended here by a host pool and a data oracle: what each
+device and host page holds, written from the semantics alone (computing a chunk writes each
+real slot's position content, a completed offload copies device -> host page by the plan, a
+completed load host -> device), as ``verify/machine_host.py`` tracks it for the lockstep machine.
 
 What offload must copy is computed here from section 10's definition (reachable slots:
 a full group's named slots j < n/B, a sliding or state group's named slots in [b-R, b)
@@ -27,9 +27,7 @@ from typing import Any, cast
 
 from livetail import spec
 
-from ._prover import Prover, Values
-from ._registry import theorem
-from .prefix import (
+from ._prefix_world import (
     COVERAGE,
     DOC,
     G,
@@ -52,6 +50,8 @@ from .prefix import (
     state,
     supports,
 )
+from ._prover import Prover, Values
+from ._registry import theorem
 
 Content = tuple[Any, ...]
 Name = tuple[int, bytes]

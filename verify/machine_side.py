@@ -1,0 +1,280 @@
+"""The implementations under test and what the differential machine observes of each.
+
+``Impl`` and ``implementations`` choose the sides; ``Side`` is one implementation's pool,
+coordinator and tables with the shadow the checks need; ``State`` is what is compared after
+every step, ``Outcome`` what a call returned or raised.  ``verify/machine.py`` re-exports
+every name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .machine_oracle import Shape
+from .trace import Geometry
+
+# --- implementations ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Impl:
+    """One implementation under test: a label and a module with the livetail classes."""
+
+    label: str
+    module: Any
+
+
+class NativeUnavailable(RuntimeError):
+    """The native extension is not importable in this environment."""
+
+
+def spec_impl() -> Impl:
+    return Impl("spec", importlib.import_module("livetail.spec"))
+
+
+def native_impl() -> Impl:
+    try:
+        mod = importlib.import_module("livetail")
+        mod.BlockPool  # noqa: B018 - raises when livetail._core cannot be imported
+    except ImportError as e:
+        raise NativeUnavailable(f"livetail's native module cannot be imported: {e}") from None
+    except AttributeError:
+        raise NativeUnavailable(
+            "livetail has no native module (livetail._core is not built or not importable)"
+        ) from None
+    return Impl("native", mod)
+
+
+def native_available() -> bool:
+    try:
+        native_impl()
+    except NativeUnavailable:
+        return False
+    return True
+
+
+def implementations(which: str) -> list[Impl]:
+    """``spec``, ``native`` or ``both`` (spec first: it is the reference side)."""
+    if which == "spec":
+        return [spec_impl()]
+    if which == "native":
+        return [native_impl()]
+    if which == "both":
+        return [spec_impl(), native_impl()]
+    raise ValueError(f"impl must be spec, native or both, not {which!r}")
+
+
+# --- observed state -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableState:
+    pages: tuple[int, ...]
+    tail: int
+    floor: int
+    extent: int
+    bound: bool
+    length: int
+    real: int
+    block_size: int = 0  # remembered by a bound table (0 when unbound)
+    bound_to: str = "none"  # "pool", "other pool" or "none": the pool the table holds
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self.length, self.tail)
+
+    def compact(self) -> str:
+        if not self.bound and self.length == 0:
+            return "-"
+        ids = [str(p) if p else "." for p in self.pages]
+        if len(ids) > 20:
+            ids = [*ids[:8], f"...{len(ids) - 16} more...", *ids[-8:]]
+        return f"[{' '.join(ids)}] tail={self.tail} floor={self.floor} ext={self.extent}"
+
+
+@dataclass(frozen=True)
+class PoolState:
+    num_free: int
+    num_pinned: int
+    queue: tuple[int, ...]
+    refs: tuple[int, ...]
+    cached: int = -1  # pages carrying a prefix-cache name (-1: no prefix caching)
+    cached_free: int = -1
+
+    def compact(self) -> str:
+        q = " ".join(map(str, self.queue[:12])) + (" ..." if len(self.queue) > 12 else "")
+        names = f" named={self.cached} (free {self.cached_free})" if self.cached > 0 else ""
+        return f"free={self.num_free} pinned={self.num_pinned}{names} queue=[{q}]"
+
+
+@dataclass(frozen=True)
+class State:
+    pool: PoolState
+    tables: tuple[tuple[TableState, ...], ...]  # [request][group]
+
+    def table(self, r: int, g: int) -> TableState:
+        return self.tables[r][g]
+
+
+def _ints(values: Iterable[Any]) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+def read_table(t: Any, pool: Any, other_pool: Any) -> TableState:
+    held = t.pool
+    bound_to = "none" if held is None else "pool" if held is pool else "other pool"
+    if held is not None and held is not pool and held is not other_pool:
+        bound_to = "unknown pool"
+    return TableState(
+        pages=_ints(t.page_ids()),
+        tail=int(t.tail_available),
+        floor=int(t.reclaim_floor),
+        extent=int(t.extent),
+        bound=bool(t.is_bound),
+        length=len(t),
+        real=int(t.num_real_pages),
+        block_size=int(t.block_size),
+        bound_to=bound_to,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a call returned (normalised to a plain value) or the exception type it raised."""
+
+    value: Any = None
+    error: str | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"raise {self.error}" if self.error else str(self.value)
+
+    @property
+    def raised(self) -> bool:
+        return self.error is not None
+
+
+def _normalise(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def call(fn: Callable[..., Any], *args: Any) -> Outcome:
+    try:
+        return Outcome(_normalise(fn(*args)))
+    except Exception as e:  # every exception is an observation to compare
+        return Outcome(error=type(e).__name__, message=str(e))
+
+
+@dataclass
+class Verdict:
+    prop: str
+    ok: bool
+    detail: str = ""
+
+
+CLAIMED = -1
+"""Shadow creation frontier of a slot brought in by a claim: real iff at or above the floor."""
+
+
+# --- one implementation's world -------------------------------------------------------
+
+
+class Side:
+    """One implementation's pool, coordinator and tables, plus the shadow the checks need."""
+
+    def __init__(self, impl: Impl, geometry: Geometry) -> None:
+        m = impl.module
+        self.label = impl.label
+        self.mod = m
+        self.geometry = geometry
+        specs = [
+            m.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
+            for g in geometry.groups
+        ]
+        self.pool = m.BlockPool(geometry.num_blocks, events=True)
+        self.coord = m.Coordinator(specs, self.pool)
+        self.managers = list(self.coord.managers)
+        # Another pool and coordinator over it: the target of foreign-pool abuses.
+        # Room for one page per group, so a one-token acquire there always binds a table.
+        self.other_pool = m.BlockPool(max(geometry.num_blocks, len(geometry.groups) + 1))
+        self.other_coord = m.Coordinator(specs, self.other_pool)
+        self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
+        # Read the pool's name counts (set by Lockstep when every side has section 8).
+        self.read_names = False
+        # created[r][g][s]: the frontier of the acquire that created slot s (CLAIMED: a claim).
+        self.created: list[list[list[int]]] = [
+            [[] for _ in geometry.groups] for _ in range(geometry.num_requests)
+        ]
+
+    def state(self) -> State:
+        p = self.pool
+        return State(
+            PoolState(
+                int(p.num_free),
+                int(p.num_pinned),
+                _ints(p.free_queue()),
+                _ints(p.ref_counts()),
+                int(p.num_cached) if self.read_names else -1,
+                int(p.num_cached_free) if self.read_names else -1,
+            ),
+            tuple(tuple(read_table(t, p, self.other_pool) for t in ts) for ts in self.tables),
+        )
+
+    def note_shape(self, r: int, g: int, frontier: int) -> None:
+        """After an acquire attempt at `frontier`: slots it appended were created there."""
+        n = len(self.tables[r][g])
+        shadow = self.created[r][g]
+        if n < len(shadow):
+            del shadow[n:]
+        shadow.extend([frontier] * (n - len(shadow)))
+
+    def acquire(self, r: int, n: int) -> Outcome:
+        """Coordinator acquire of n tokens for request r, recording the creation frontiers."""
+        ts = self.tables[r]
+        extents = [int(t.extent) for t in ts]
+        out = call(self.coord.acquire, ts, n)
+        for g, e in enumerate(extents):
+            self.note_shape(r, g, e + n)
+        return out
+
+    def note_free(self, r: int, g: int) -> None:
+        self.created[r][g] = self.created[r][g][: len(self.tables[r][g])]
+
+    def note_claim(self, r: int) -> None:
+        for g, t in enumerate(self.tables[r]):
+            self.created[r][g] = [CLAIMED] * len(t)
+
+    @property
+    def prefix(self) -> bool:
+        """Whether this implementation has prefix caching (semantics section 8)."""
+        return hasattr(self.coord, "match_prefix")
+
+
+def state_diff(a: State, b: State) -> list[str]:
+    out: list[str] = []
+    if a.pool != b.pool:
+        out.append(f"pool {a.pool.compact()} vs {b.pool.compact()}")
+        if a.pool.queue != b.pool.queue:
+            out.append(f"free queue {list(a.pool.queue)} vs {list(b.pool.queue)}")
+        if a.pool.refs != b.pool.refs:
+            out.append(f"ref_counts {list(a.pool.refs)} vs {list(b.pool.refs)}")
+        if (a.pool.cached, a.pool.cached_free) != (b.pool.cached, b.pool.cached_free):
+            out.append(
+                f"num_cached/num_cached_free {a.pool.cached}/{a.pool.cached_free} vs "
+                f"{b.pool.cached}/{b.pool.cached_free}"
+            )
+    for r, (ra, rb) in enumerate(zip(a.tables, b.tables)):
+        for g, (ta, tb) in enumerate(zip(ra, rb)):
+            if ta != tb:
+                out.append(
+                    f"r{r}g{g} {ta.compact()} bound={ta.bound} vs {tb.compact()} bound={tb.bound}"
+                )
+    return out

@@ -1,0 +1,119 @@
+"""One step of the differential machine: the queries asked after it and what it reports.
+
+``verify/machine.py`` re-exports every name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy
+
+from .machine_oracle import doc_keys
+from .machine_side import Outcome, Side, State, Verdict
+from .trace import Op
+
+
+@dataclass(frozen=True)
+class Query:
+    """One read-only question asked of every implementation after a step.
+
+    name: ``needed`` (args n), ``sequential`` (first, extra) or ``reclaimable``
+    (f, count_uncached as 0/1); group None asks the coordinator, else that group's manager.
+    """
+
+    name: str
+    request: int
+    group: int | None
+    args: tuple[int, ...]
+    # "": plain ints; "numpy": counts passed as numpy.int64 (decisions: __index__ objects
+    # are counts); "limit": the largest count the int32 limit allows (must answer);
+    # "past-limit": one more (must raise ValueError).
+    style: str = ""
+
+    @property
+    def key(self) -> str:
+        if self.name == "match":
+            return f"match_prefix(doc {self.args[0]}, {self.args[1]} tokens)"
+        where = f"r{self.request}" if self.group is None else f"r{self.request}g{self.group}"
+        tag = f" [{self.style}]" if self.style else ""
+        if self.name == "reclaimable":
+            extra = "" if self.args[1] else ", count_uncached=False"
+            return f"{where} reclaimable({self.args[0]}{extra}){tag}"
+        return f"{where} {self.name}({', '.join(map(str, self.args))}){tag}"
+
+    def ask(self, s: Side) -> Any:
+        if self.name == "match":
+            m = s.coord.match_prefix(doc_keys(self.args[0], self.args[1], s.geometry.base))
+            pages = tuple(tuple(int(p) for p in g) for g in m.pages)
+            return repr((int(m.num_tokens), pages, int(s.coord.blocks_consumed_by_claim(m))))
+        ts = s.tables[self.request]
+        args: tuple[Any, ...] = self.args
+        if self.style == "numpy":
+            args = tuple(numpy.int64(a) for a in self.args)
+        if self.group is None:
+            if self.name == "needed":
+                return s.coord.blocks_needed_for(ts, *args)
+            return s.coord.blocks_needed_for_sequential(ts, *args)
+        m, t = s.managers[self.group], ts[self.group]
+        if self.name == "needed":
+            return m.blocks_needed_for(t, *args)
+        if self.name == "sequential":
+            return m.blocks_needed_for_sequential(t, *args)
+        return m.blocks_reclaimable_at(t, args[0], bool(self.args[1]))
+
+
+@dataclass
+class SideStep:
+    """One implementation's view of one step."""
+
+    label: str
+    outcome: Outcome
+    before: State
+    after: State
+    facts: dict[str, Any] = field(default_factory=dict)
+    queries: dict[str, Outcome] = field(default_factory=dict)
+    # The questions this side was asked, derived from its own state after the step.
+    plan: dict[str, Query] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+
+@dataclass
+class StepReport:
+    index: int
+    op: Op
+    sides: list[SideStep]
+    agree: Verdict
+
+    @property
+    def failures(self) -> list[str]:
+        out = [] if self.agree.ok else [f"agree: {self.agree.detail}"]
+        for s in self.sides:
+            out.extend(f"{s.label}: {v.prop}: {v.detail}" for v in s.verdicts if not v.ok)
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def failed_properties(self) -> list[str]:
+        props = [] if self.agree.ok else ["agree"]
+        for s in self.sides:
+            props.extend(v.prop for v in s.verdicts if not v.ok and v.prop not in props)
+        return props
+
+
+def describe_op(op: Op) -> str:
+    args = ", ".join(f"{k}={v}" for k, v in op.items() if k != "op")
+    return f"{op['op']}({args})"
+
+
+class StepFailure(AssertionError):
+    """A step diverged or broke a property; carries the report."""
+
+    def __init__(self, report: StepReport) -> None:
+        self.report = report
+        lines = [f"step {report.index} {describe_op(report.op)} failed:"]
+        lines.extend(f"  {f}" for f in report.failures)
+        super().__init__("\n".join(lines))
