@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -70,6 +71,7 @@ struct TableState {
   std::vector<int32_t> slots;
   int64_t tail, floor, real, named_upto, block_size;
   const BlockPool* pool;
+  bool loading;
   bool operator==(const TableState&) const = default;
 };
 
@@ -79,14 +81,49 @@ struct Snapshot {
   std::vector<TableState> tables;  // request-major
   std::vector<int32_t> held;
   int64_t num_free, num_cached;
+  // The host tier (empty without one): queue, counts, names, counters.
+  std::vector<int32_t> host_queue, host_refs;
+  std::vector<bool> host_cached;
+  int64_t host_offloaded = 0, host_loaded = 0;
   bool operator==(const Snapshot&) const = default;
+};
+
+// A page's name (semantics section 8): (group index, key).
+using Name = std::pair<int32_t, Key>;
+
+// The pages a pool gives back, in the order of its rule: pages[n-1] first (BlockPool::free).
+std::vector<int32_t> reversed(std::span<const int32_t> pages) {
+  return {pages.rbegin(), pages.rend()};
+}
+
+std::vector<int32_t> copy_queue(const BlockPool& pool) {
+  std::vector<int32_t> q(static_cast<size_t>(pool.num_free()));
+  pool.copy_free_queue(q.data());
+  return q;
+}
+
+// A claim's pending load (semantics section 10) and the document its names come from.
+struct Load {
+  LoadPlan plan;
+  int doc;
 };
 
 class World {
  public:
-  World(std::vector<GroupSpec> specs, int64_t num_blocks, bool retention)
-      : pool_(num_blocks, retention), other_(num_blocks), coord_(std::move(specs), pool_) {
+  // host_blocks: the host pool's size (semantics section 10), 0 for a coordinator without.
+  World(const std::vector<GroupSpec>& specs, int64_t num_blocks, bool retention,
+        int64_t host_blocks)
+      : pool_(num_blocks, retention),
+        other_(num_blocks),
+        host_(host_blocks > 0 ? std::make_unique<HostPool>(host_blocks) : nullptr),
+        coord_(specs, pool_, host_.get()),
+        other_coord_(specs, other_, &other_host_),
+        no_host_(specs, other_),
+        dev_names_(static_cast<size_t>(num_blocks)),
+        host_names_(static_cast<size_t>(host_blocks)) {
     for (auto& r : tables_) r.resize(static_cast<size_t>(coord_.num_groups()));
+    scratch_.resize(static_cast<size_t>(coord_.num_groups()));
+    manager_net_.assign(static_cast<size_t>(coord_.num_groups()), 0);
   }
 
   void step(Input& in);
@@ -97,6 +134,11 @@ class World {
   std::vector<BlockTable*> request(int r) {
     std::vector<BlockTable*> ts;
     for (BlockTable& t : tables_[static_cast<size_t>(r)]) ts.push_back(&t);
+    return ts;
+  }
+  std::vector<BlockTable*> scratch() {
+    std::vector<BlockTable*> ts;
+    for (BlockTable& t : scratch_) ts.push_back(&t);
     return ts;
   }
   int64_t min_extent(int r) const {
@@ -119,20 +161,42 @@ class World {
     const int64_t e = min_extent(r);
     return b < 128 ? e : std::max<int64_t>(0, e - (b % 16));
   }
-  std::vector<int32_t> queue() const {
-    std::vector<int32_t> q(static_cast<size_t>(pool_.num_free()));
-    pool_.copy_free_queue(q.data());
-    return q;
-  }
+  std::vector<int32_t> queue() const { return copy_queue(pool_); }
   Snapshot snapshot() const;
   // A call that raised std::invalid_argument or reported failure changed nothing.
   void expect_unchanged(const Snapshot& before) const { CHECK(snapshot() == before); }
   // Pages released one by one (in that order) joined the queue by the release rule.
   void expect_queue(const Snapshot& before, const std::vector<int32_t>& released) const;
+  // The same for the host pool (always with the retention rule), given every release of a
+  // reference in order: a page re-enters when its last one goes.
+  void expect_host_queue(const Snapshot& before, const std::vector<int32_t>& releases) const;
   // The new real slots of a successful acquire hold the queue's front, in ascending slot
   // order and group order, and nothing else changed.
   void expect_exact_take(const Snapshot& before, int r, std::optional<size_t> only_group,
                          int64_t need) const;
+  // Names the pools dropped (eviction) leave the model too.
+  void forget_evicted();
+  bool loading(int r) const { return loads_[static_cast<size_t>(r)].has_value(); }
+  bool any_loading() const {
+    for (int r = 0; r < kRequests; ++r)
+      if (loading(r)) return true;
+    return false;
+  }
+  // The key group g's slot j is named by in document doc.
+  const Key& slot_key(int doc, size_t g, int64_t j) const {
+    const int64_t k = coord_.managers()[g].block_size() / coord_.base_block_size();
+    return doc_keys(doc, coord_.base_block_size())[static_cast<size_t>((j + 1) * k - 1)];
+  }
+  // Slots behind a boundary that group g needs to resume there (section 8); -1 for full.
+  int64_t resume(size_t g) const {
+    const Manager& m = coord_.managers()[g];
+    if (m.kind() == GroupKind::full) return -1;
+    if (m.kind() == GroupKind::state) return 1;
+    return geometry::resume_pages(m.sliding_window(), m.block_size());
+  }
+  // Request r's pending load ended with its free: the coordinator aborted it.
+  void end_freed_load(int r);
+  void keep_load(int r, LoadPlan plan, int doc);
 
   void acquire(int r, int64_t n);
   void admit(int r, int64_t first, int64_t extra, bool reclaim_between);
@@ -140,13 +204,18 @@ class World {
   void free_request(int r);
   void group_op(int r, size_t g, uint8_t what, uint8_t arg);
   void cache(int r, int doc, int64_t n, int64_t fewer_keys);
-  void match_and_claim(int r, int doc, int64_t n, bool keep);
+  void match_and_claim(int r, int doc, int64_t n, bool keep, bool complete);
   void claim_saved(int r);
   void decode_step();
   void pool_allocate(int64_t k);
   void pool_free(uint8_t a, uint8_t b);
   void bad_call(int r, uint8_t what);
   void plan_and_apply(uint8_t a, uint8_t b);
+  void offload(int r, int64_t n, uint8_t end);
+  void end_offload(size_t i, bool complete);
+  void evict(int64_t k);
+  void complete_load(int r, bool twice);
+  void host_misuse(int r, uint8_t what);
 
   template <class F>
   void expect_throw(F&& call) {
@@ -163,10 +232,23 @@ class World {
 
   BlockPool pool_;
   BlockPool other_;  // tables bound elsewhere are rejected
+  HostPool other_host_{2};
+  std::unique_ptr<HostPool> host_;
   Coordinator coord_;
+  Coordinator other_coord_;  // its plans are foreign to coord_
+  Coordinator no_host_;      // host calls throw
   std::array<std::vector<BlockTable>, kRequests> tables_;
-  std::vector<int32_t> held_;  // pages the engine took straight from the pool
+  std::vector<BlockTable> scratch_;   // stays fresh: other_coord_'s and no_host_'s tables
+  std::vector<int32_t> held_;         // pages the engine took straight from the pool
+  std::vector<int64_t> manager_net_;  // per group: pages single-group calls took less gave back
   std::optional<PrefixMatch> saved_;
+  int saved_doc_ = 0;
+  // The names the pools carry, as the model knows them: set by naming, offload and load.
+  std::vector<std::optional<Name>> dev_names_, host_names_;
+  std::vector<OffloadPlan> offloads_;                 // pending, oldest first
+  std::deque<OffloadPlan> ended_offloads_;            // a few completed or aborted ones
+  std::array<std::optional<Load>, kRequests> loads_;  // pending loads, one per request at most
+  std::deque<LoadPlan> ended_loads_;                  // a few completed or aborted ones
 };
 
 Snapshot World::snapshot() const {
@@ -183,26 +265,66 @@ Snapshot World::snapshot() const {
                           t.num_real_pages(),
                           t.named_upto(),
                           t.block_size(),
-                          t.pool()});
+                          t.pool(),
+                          t.has_pending_load()});
   s.held = held_;
   s.num_free = pool_.num_free();
   s.num_cached = pool_.num_cached();
+  if (host_) {
+    s.host_queue = copy_queue(*host_);
+    s.host_refs.resize(static_cast<size_t>(host_->num_blocks()));
+    host_->copy_ref_counts(s.host_refs.data());
+    for (int64_t p = 0; p < host_->num_blocks(); ++p) s.host_cached.push_back(host_->is_cached(p));
+    s.host_offloaded = host_->pages_offloaded();
+    s.host_loaded = host_->pages_loaded();
+  }
   return s;
+}
+
+// Conservation of one pool: free + pinned == N - 1, every count equals its holders, the
+// queue holds exactly the pages of count 0, each once; the model's names are the pool's.
+void check_pool(const BlockPool& pool, const std::vector<int32_t>& holders,
+                const std::vector<std::optional<Name>>& names) {
+  const int64_t n = pool.num_blocks();
+  CHECK(pool.num_free() + pool.num_pinned() == n - 1);
+  std::vector<int32_t> refs(static_cast<size_t>(n));
+  pool.copy_ref_counts(refs.data());
+  CHECK(refs[0] == 0 && !pool.is_cached(0));
+  int64_t named = 0;
+  for (int64_t p = 0; p < n; ++p) {
+    named += pool.is_cached(p);
+    CHECK(pool.is_cached(p) == names[static_cast<size_t>(p)].has_value());
+  }
+  CHECK(named == pool.num_cached());
+  for (int64_t p = 1; p < n; ++p)
+    CHECK(refs[static_cast<size_t>(p)] == holders[static_cast<size_t>(p)]);
+  std::vector<bool> queued(static_cast<size_t>(n), false);
+  for (int32_t p : copy_queue(pool)) {
+    CHECK(p > 0 && p < n && !queued[static_cast<size_t>(p)]);
+    queued[static_cast<size_t>(p)] = true;
+    CHECK(refs[static_cast<size_t>(p)] == 0);
+  }
+  for (int64_t p = 1; p < n; ++p)
+    CHECK(queued[static_cast<size_t>(p)] == (refs[static_cast<size_t>(p)] == 0));
 }
 
 void World::check() const {
   const int64_t n = pool_.num_blocks();
-  CHECK(pool_.num_free() + pool_.num_pinned() == n - 1);
-  std::vector<int32_t> refs(static_cast<size_t>(n));
-  pool_.copy_ref_counts(refs.data());
-  CHECK(refs[0] == 0);
-  // Conservation: every count equals its holders (slots of every table, the engine's pages).
+  // Device holders: slots of every table, the engine's pages, pending offloads' copies.
   std::vector<int32_t> holders(static_cast<size_t>(n), 0);
   for (int32_t p : held_) ++holders[static_cast<size_t>(p)];
-  int64_t named = 0;
-  for (int64_t p = 0; p < n; ++p) named += pool_.is_cached(p);
-  CHECK(named == pool_.num_cached());
-  CHECK(!pool_.is_cached(0));
+  for (const OffloadPlan& plan : offloads_) {
+    CHECK(plan.state() == PlanState::pending);
+    for (int32_t p : plan.device_pages()) ++holders[static_cast<size_t>(p)];
+  }
+  for (int r = 0; r < kRequests; ++r) {
+    const auto& load = loads_[static_cast<size_t>(r)];
+    for (const BlockTable& t : tables_[static_cast<size_t>(r)])
+      CHECK(t.has_pending_load() == load.has_value());
+    if (load) CHECK(coord_.load_state(load->plan) == PlanState::pending);
+  }
+  for (const OffloadPlan& plan : ended_offloads_) CHECK(plan.state() != PlanState::pending);
+  for (const LoadPlan& plan : ended_loads_) CHECK(coord_.load_state(plan) != PlanState::pending);
   for (const auto& r : tables_)
     for (size_t g = 0; g < r.size(); ++g) {
       const BlockTable& t = r[g];
@@ -231,17 +353,47 @@ void World::check() const {
       for (int64_t s = t.reclaim_floor(); s < t.size(); ++s)
         if (A == 0 || s >= out || s % per >= per - kept) CHECK(slots[static_cast<size_t>(s)] != 0);
     }
-  for (int64_t p = 1; p < n; ++p)
-    CHECK(refs[static_cast<size_t>(p)] == holders[static_cast<size_t>(p)]);
-  // The queue holds exactly the pages with count 0, each once.
-  std::vector<bool> queued(static_cast<size_t>(n), false);
-  for (int32_t p : queue()) {
-    CHECK(p > 0 && p < n && !queued[static_cast<size_t>(p)]);
-    queued[static_cast<size_t>(p)] = true;
-    CHECK(refs[static_cast<size_t>(p)] == 0);
+  check_pool(pool_, holders, dev_names_);
+  // Each group pins the distinct pages its slots and its pending copies hold (less what
+  // single-group manager calls, which the coordinator does not see, took); the engine's own
+  // pages belong to no group.
+  std::vector<std::set<int32_t>> pinned(groups());
+  for (const auto& r : tables_)
+    for (size_t g = 0; g < r.size(); ++g)
+      for (int32_t p : r[g].page_ids())
+        if (p != 0) pinned[g].insert(p);
+  for (const OffloadPlan& plan : offloads_)
+    for (int64_t e = 0; e < plan.num_pages(); ++e)
+      pinned[static_cast<size_t>(plan.groups()[static_cast<size_t>(e)])].insert(
+          plan.device_pages()[static_cast<size_t>(e)]);
+  std::set<int32_t> engine(held_.begin(), held_.end());
+  auto total = static_cast<int64_t>(engine.size());
+  for (size_t g = 0; g < groups(); ++g) {
+    CHECK(coord_.pinned_pages(static_cast<int64_t>(g)) + manager_net_[g] ==
+          static_cast<int64_t>(pinned[g].size()));
+    total += static_cast<int64_t>(pinned[g].size());
   }
-  for (int64_t p = 1; p < n; ++p)
-    CHECK(queued[static_cast<size_t>(p)] == (refs[static_cast<size_t>(p)] == 0));
+  CHECK(total == pool_.num_pinned());
+  if (!host_) {
+    CHECK(offloads_.empty() && !any_loading());
+    return;
+  }
+  // Host holders: pending offloads' host pages, pending loads' pins.
+  std::vector<int32_t> host_holders(static_cast<size_t>(host_->num_blocks()), 0);
+  for (const OffloadPlan& plan : offloads_)
+    for (int32_t p : plan.host_pages()) ++host_holders[static_cast<size_t>(p)];
+  for (const auto& load : loads_)
+    if (load)
+      for (int32_t p : load->plan.host_pages()) ++host_holders[static_cast<size_t>(p)];
+  check_pool(*host_, host_holders, host_names_);
+}
+
+void World::forget_evicted() {
+  for (size_t p = 0; p < dev_names_.size(); ++p)
+    if (!pool_.is_cached(static_cast<int64_t>(p))) dev_names_[p].reset();
+  if (host_)
+    for (size_t p = 0; p < host_names_.size(); ++p)
+      if (!host_->is_cached(static_cast<int64_t>(p))) host_names_[p].reset();
 }
 
 void World::expect_queue(const Snapshot& before, const std::vector<int32_t>& released) const {
@@ -249,6 +401,15 @@ void World::expect_queue(const Snapshot& before, const std::vector<int32_t>& rel
   for (int32_t p : released)
     model_release(q, p, before.cached[static_cast<size_t>(p)], pool_.retention());
   CHECK(std::vector<int32_t>(q.begin(), q.end()) == queue());
+}
+
+void World::expect_host_queue(const Snapshot& before, const std::vector<int32_t>& releases) const {
+  std::vector<int32_t> refs = before.host_refs, released;
+  for (int32_t p : releases)
+    if (--refs[static_cast<size_t>(p)] == 0) released.push_back(p);
+  std::deque<int32_t> q(before.host_queue.begin(), before.host_queue.end());
+  for (int32_t p : released) model_release(q, p, host_->is_cached(p), true);
+  CHECK(std::vector<int32_t>(q.begin(), q.end()) == copy_queue(*host_));
 }
 
 void World::expect_exact_take(const Snapshot& before, int r, std::optional<size_t> only_group,
@@ -302,6 +463,7 @@ void World::admit(int r, int64_t first, int64_t extra, bool reclaim_between) {
   const Snapshot before = snapshot();
   CHECK(coord_.acquire(ts, first));
   expect_exact_take(before, r, std::nullopt, chunk);
+  forget_evicted();
   check();
   int64_t peak = pool_.num_pinned() - pinned0;
   if (reclaim_between) reclaim(r, min_extent(r));
@@ -316,6 +478,10 @@ void World::admit(int r, int64_t first, int64_t extra, bool reclaim_between) {
 
 void World::reclaim(int r, int64_t f) {
   auto ts = request(r);
+  if (loading(r)) {  // reclaimed only once the load ends (semantics section 10)
+    expect_throw([&] { coord_.reclaim_expired(ts, f); });
+    return;
+  }
   int64_t predicted = 0;
   for (size_t g = 0; g < groups(); ++g)
     predicted += coord_.managers()[g].blocks_reclaimable_at(*ts[g], f);
@@ -357,6 +523,26 @@ void World::free_request(int r) {
   CHECK(coord_.free(ts) == static_cast<int64_t>(released.size()));
   for (BlockTable* t : ts) CHECK(t->is_fresh() && t->tail_available() == 0 && t->named_upto() == 0);
   expect_queue(before, released);
+  // A pending load ends with its request: its host pins drop, the plan last first.
+  const auto& load = loads_[static_cast<size_t>(r)];
+  if (host_)
+    expect_host_queue(before, load ? reversed(load->plan.host_pages()) : std::vector<int32_t>{});
+  end_freed_load(r);
+}
+
+void World::end_freed_load(int r) {
+  auto& load = loads_[static_cast<size_t>(r)];
+  if (!load) return;
+  CHECK(coord_.load_state(load->plan) == PlanState::aborted);
+  ended_loads_.push_back(std::move(load->plan));
+  if (ended_loads_.size() > 4) ended_loads_.pop_front();
+  load.reset();
+}
+
+void World::keep_load(int r, LoadPlan plan, int doc) {
+  CHECK(!loading(r));  // a claim needs fresh tables: their earlier load ended with the free
+  CHECK(coord_.load_state(plan) == PlanState::pending);
+  loads_[static_cast<size_t>(r)] = Load{std::move(plan), doc};
 }
 
 // Single-group calls: the only path to tables of one request with different extents.
@@ -364,12 +550,20 @@ void World::group_op(int r, size_t g, uint8_t what, uint8_t arg) {
   BlockTable& t = tables_[static_cast<size_t>(r)][g];
   const Manager& m = coord_.managers()[g];
   const Snapshot before = snapshot();
+  if (what % 3 != 0 && loading(r)) {  // only the coordinator's free ends a load
+    if (what % 3 == 1)
+      expect_throw([&] { m.reclaim_expired(pool_, t, t.extent()); });
+    else
+      expect_throw([&] { m.free(pool_, t); });
+    return;
+  }
   switch (what % 3) {
     case 0: {
       const int64_t n = std::min(tokens(arg, r), kMaxTokens - t.extent());
       const int64_t need = m.blocks_needed_for(t, n);
       if (m.acquire(pool_, t, n)) {
         expect_exact_take(before, r, g, need);
+        manager_net_[g] += need;
       } else {
         CHECK(need > before.num_free);
         expect_unchanged(before);
@@ -380,12 +574,14 @@ void World::group_op(int r, size_t g, uint8_t what, uint8_t arg) {
       const int64_t f = arg < 128 ? t.extent() : std::max<int64_t>(0, t.extent() - arg % 16);
       const int64_t predicted = m.blocks_reclaimable_at(t, f);
       CHECK(m.reclaim_expired(pool_, t, f) == predicted);
+      manager_net_[g] -= predicted;
       break;
     }
     default: {
       int64_t last = 0;
       for (int32_t p : t.page_ids()) last += p != 0 && pool_.ref_count(p) == 1;
       CHECK(m.free(pool_, t) == last);
+      manager_net_[g] -= last;
       CHECK(t.is_fresh());
     }
   }
@@ -400,6 +596,20 @@ void World::cache(int r, int doc, int64_t n, int64_t fewer_keys) {
   Snapshot before = snapshot();
   const int64_t named = coord_.cache_full_blocks(ts, keys, n);
   CHECK(pool_.num_cached() - before.num_cached == named);
+  // The pages newly named carry their slot's key.
+  int64_t seen = 0;
+  for (size_t g = 0; g < groups(); ++g) {
+    const auto slots = ts[g]->page_ids();
+    for (size_t j = 0; j < slots.size(); ++j) {
+      const int32_t p = slots[j];
+      if (p == 0 || before.cached[static_cast<size_t>(p)] || !pool_.is_cached(p)) continue;
+      CHECK(!dev_names_[static_cast<size_t>(p)]);
+      dev_names_[static_cast<size_t>(p)] =
+          Name{static_cast<int32_t>(g), slot_key(doc, g, static_cast<int64_t>(j))};
+      ++seen;
+    }
+  }
+  CHECK(seen == named);
   // Naming moves no page: only the names and the tables' naming cursors changed.
   Snapshot after = snapshot();
   for (auto* s : {&before, &after}) {
@@ -410,7 +620,7 @@ void World::cache(int r, int doc, int64_t n, int64_t fewer_keys) {
   CHECK(after == before);
 }
 
-void World::match_and_claim(int r, int doc, int64_t n, bool keep) {
+void World::match_and_claim(int r, int doc, int64_t n, bool keep, bool complete) {
   const int64_t base = coord_.base_block_size();
   const auto& all = doc_keys(doc, base);
   const std::span<const Key> keys(all.data(), static_cast<size_t>(n / base));
@@ -418,53 +628,120 @@ void World::match_and_claim(int r, int doc, int64_t n, bool keep) {
   PrefixMatch match = coord_.match_prefix(keys);
   const int64_t consumed = coord_.blocks_consumed_by_claim(match);
   expect_unchanged(before);  // read-only
-  const int64_t T = match.num_tokens();
-  CHECK(T >= 0 && T % coord_.lcm_block_size() == 0 && T <= n / base * base);
+  const int64_t T = match.num_tokens(), L = coord_.lcm_block_size();
+  CHECK(T >= 0 && T % L == 0 && T <= n / base * base);
   CHECK(match.num_groups() == coord_.num_groups());
-  int64_t free_matched = 0;
+  // A slot is present when a device or host page carries its name (semantics section 10).
+  std::set<Name> on_device, on_host;
+  for (const auto& name : dev_names_)
+    if (name) on_device.insert(*name);
+  for (const auto& name : host_names_)
+    if (name) on_host.insert(*name);
+  auto present = [&](size_t g, int64_t j) {
+    const Name name{static_cast<int32_t>(g), slot_key(doc, g, j)};
+    return on_device.contains(name) || on_host.contains(name);
+  };
+  // T is the greatest supported lcm multiple: no boundary above it (up to the keys) is.
+  std::vector<int64_t> prefix(groups(), 0);  // a full group's longest present prefix
+  const int64_t top = static_cast<int64_t>(keys.size()) * base / L;
+  for (size_t g = 0; g < groups(); ++g)
+    if (resume(g) < 0)
+      while (prefix[g] < top * L / coord_.managers()[g].block_size() && present(g, prefix[g]))
+        ++prefix[g];
+  for (int64_t t = T / L + 1; t <= top; ++t) {
+    bool supported = true;
+    for (size_t g = 0; g < groups() && supported; ++g) {
+      const int64_t b = t * L / coord_.managers()[g].block_size(), R = resume(g);
+      if (R < 0) supported = b <= prefix[g];
+      for (int64_t j = std::max<int64_t>(0, b - R); R >= 0 && j < b && supported; ++j)
+        supported = present(g, j);
+    }
+    CHECK(!supported);
+  }
+  int64_t free_matched = 0, served = 0;
   for (size_t g = 0; g < groups(); ++g) {
-    const Manager& m = coord_.managers()[g];
     const auto pages = match.pages(static_cast<int64_t>(g));
-    const int64_t b = T / m.block_size();
-    CHECK(static_cast<int64_t>(pages.size()) == b);
-    const int64_t R = m.kind() == GroupKind::full
-                          ? b
-                          : geometry::resume_pages(m.sliding_window(), m.block_size());
+    const auto host_pages = match.host_pages(static_cast<int64_t>(g));
+    const int64_t b = T / coord_.managers()[g].block_size();
+    CHECK(static_cast<int64_t>(pages.size()) == b && static_cast<int64_t>(host_pages.size()) == b);
+    const int64_t R = resume(g) < 0 ? b : resume(g);
     for (int64_t j = 0; j < b; ++j) {
-      const int32_t p = pages[static_cast<size_t>(j)];
-      CHECK((p != 0) == (j >= b - R));  // real exactly where the group needs it
+      const int32_t p = pages[static_cast<size_t>(j)], hp = host_pages[static_cast<size_t>(j)];
+      // Real exactly where the group needs it, from one tier, the device preferred.
+      CHECK(((p != 0) || (hp != 0)) == (j >= b - R) && !(p != 0 && hp != 0));
+      const Name name{static_cast<int32_t>(g), slot_key(doc, g, j)};
       if (p != 0) {
-        CHECK(pool_.is_cached(p));
+        CHECK(dev_names_[static_cast<size_t>(p)] == name);
         free_matched += pool_.ref_count(p) == 0;
+      }
+      if (hp != 0) {
+        CHECK(host_ && host_names_[static_cast<size_t>(hp)] == name && !on_device.contains(name));
+        ++served;
       }
     }
   }
-  CHECK(consumed == free_matched);
+  CHECK(match.num_host_pages() == served);
+  CHECK(consumed == free_matched + served);  // one fresh device page per host-served slot
   auto ts = request(r);
   bool fresh = true;
   for (BlockTable* t : ts) fresh &= t->is_fresh();
-  if (!fresh) {
-    expect_throw([&] { coord_.claim(ts, match); });
+  if (!fresh || consumed > before.num_free) {  // a claim with loads is all-or-nothing
+    CHECK(!fresh || served > 0);  // device pages alone are free or in use: always claimable
+    expect_throw([&] { static_cast<void>(coord_.claim(ts, match)); });
   } else {
-    coord_.claim(ts, match);
+    std::optional<LoadPlan> plan = coord_.claim(ts, match);
     CHECK(before.num_free - pool_.num_free() == consumed);
+    CHECK(plan.has_value() == (served > 0) && (!plan || plan->num_pages() == served));
+    // The queue lost the matched free pages, then its front: one page per load.
+    std::vector<int32_t> rest;
+    for (int32_t p : before.queue) {
+      bool matched = false;
+      for (size_t g = 0; g < groups(); ++g)
+        matched |= std::ranges::find(match.pages(static_cast<int64_t>(g)), p) !=
+                   match.pages(static_cast<int64_t>(g)).end();
+      if (!matched) rest.push_back(p);
+    }
+    CHECK(static_cast<int64_t>(rest.size()) == before.num_free - free_matched);
+    const std::vector<int32_t> after = queue();
+    CHECK(std::equal(rest.begin() + served, rest.end(), after.begin(), after.end()));
+    size_t e = 0;  // the plan's entries, group then slot order
     for (size_t g = 0; g < groups(); ++g) {
-      const Manager& m = coord_.managers()[g];
       const auto pages = match.pages(static_cast<int64_t>(g));
+      const auto host_pages = match.host_pages(static_cast<int64_t>(g));
       const BlockTable& t = *ts[g];
-      CHECK(std::ranges::equal(t.page_ids(), pages));
-      CHECK(t.tail_available() == 0);
       const int64_t b = static_cast<int64_t>(pages.size());
-      const int64_t floor = m.kind() == GroupKind::full
-                                ? 0
-                                : std::max<int64_t>(0, b - geometry::resume_pages(
-                                                               m.sliding_window(), m.block_size()));
+      CHECK(t.size() == b && t.tail_available() == 0);
+      const int64_t floor = resume(g) < 0 ? 0 : std::max<int64_t>(0, b - resume(g));
       CHECK(t.reclaim_floor() == (b == 0 ? 0 : floor));
-      for (int32_t p : pages)
-        if (p != 0) CHECK(pool_.ref_count(p) == before.refs[static_cast<size_t>(p)] + 1);
+      for (int64_t j = 0; j < b; ++j) {
+        const int32_t p = pages[static_cast<size_t>(j)], hp = host_pages[static_cast<size_t>(j)];
+        const int32_t slot = t.page_ids()[static_cast<size_t>(j)];
+        if (hp == 0) {
+          CHECK(slot == p);
+          if (p != 0) CHECK(pool_.ref_count(p) == before.refs[static_cast<size_t>(p)] + 1);
+          continue;
+        }
+        // A loaded page: a fresh device page in a real slot, the queue's next one.
+        CHECK(plan && e < static_cast<size_t>(plan->num_pages()));
+        CHECK(plan->groups()[e] == static_cast<int32_t>(g) && plan->slots()[e] == j);
+        CHECK(plan->host_pages()[e] == hp && plan->device_pages()[e] == slot && slot != 0);
+        CHECK(slot == rest[e] && pool_.ref_count(slot) == 1 && !pool_.is_cached(slot));
+        CHECK(host_->ref_count(hp) == before.host_refs[static_cast<size_t>(hp)] + 1);
+        ++e;
+      }
+    }
+    CHECK(!plan || e == static_cast<size_t>(plan->num_pages()));
+    if (plan) {
+      keep_load(r, std::move(*plan), doc);
+      forget_evicted();
+      check();
+      if (complete) complete_load(r, false);
     }
   }
-  if (keep) saved_ = std::move(match);
+  if (keep) {
+    saved_ = std::move(match);
+    saved_doc_ = doc;
+  }
 }
 
 // A match kept across other calls: valid, stale (an allocation evicted a matched page) or
@@ -479,23 +756,31 @@ void World::claim_saved(int r) {
   } catch (const std::invalid_argument&) {
     expect_unchanged(before);
   }
+  std::optional<LoadPlan> plan;
   try {
-    coord_.claim(ts, *saved_);
+    plan = coord_.claim(ts, *saved_);
   } catch (const std::invalid_argument&) {
     expect_unchanged(before);
     return;
   }
   CHECK(consumed >= 0);  // a claim succeeds only where the consumed query does
   CHECK(before.num_free - pool_.num_free() == consumed);
+  CHECK(plan.has_value() == (saved_->num_host_pages() > 0 && saved_->num_tokens() > 0));
+  if (plan) keep_load(r, std::move(*plan), saved_doc_);
 }
 
 void World::decode_step() {
   std::vector<BlockTable*> ts;
-  std::vector<int64_t> fronts;  // the new token included: the reclaim runs after the acquire
+  const bool refused = any_loading();  // a table with a pending load is not reclaimed
+  std::vector<int64_t> fronts;         // the new token included: the reclaim runs after the acquire
   for (int r = 0; r < kRequests; ++r) {
     if (max_extent(r) >= kMaxTokens) return;  // keeps every table under the key limit
     for (BlockTable* t : request(r)) ts.push_back(t);
     fronts.push_back(min_extent(r) + 1);
+  }
+  if (refused) {
+    expect_throw([&] { coord_.decode_step(ts, fronts); });
+    return;
   }
   const Snapshot before = snapshot();
   std::vector<int64_t> extents;
@@ -649,14 +934,26 @@ void World::plan_and_apply(uint8_t a, uint8_t b) {
   CHECK(plan.top_fits() == (k > 0));
   if ((a & 0x80) && pool_.num_free() > 0) {  // a change since plan_step makes the plan stale
     pool_allocate(1);
+    forget_evicted();
     check();
     expect_throw([&] { coord_.apply_step(plan); });
     return;
   }
   std::vector<int64_t> extents;
   for (const BlockTable* t : ts) extents.push_back(t->extent());
+  const Snapshot applied = snapshot();
   coord_.apply_step(plan);
   CHECK(plan.applied() && pool_.num_free() == plan.free_after());
+  // Preempted requests' loads ended with their free (lowest priority first).
+  std::vector<int32_t> unpinned;
+  for (size_t q = reqs.size(); q-- > k;) {
+    const int r = (static_cast<int>(q) + a) % kRequests;
+    const auto& load = loads_[static_cast<size_t>(r)];
+    if (load)
+      for (int32_t p : reversed(load->plan.host_pages())) unpinned.push_back(p);
+    end_freed_load(r);
+  }
+  if (host_) expect_host_queue(applied, unpinned);
   for (size_t i = 0; i < ts.size(); ++i) {
     const size_t q = i / groups();
     if (q < k)
@@ -667,11 +964,212 @@ void World::plan_and_apply(uint8_t a, uint8_t b) {
   expect_throw([&] { coord_.apply_step(plan); });  // a plan applies once
 }
 
+// --- host tier (semantics section 10) ---------------------------------------------------
+
+// plan_offload of request r's tables up to n tokens; `end` completes (1) or aborts (2) it at
+// once, else it stays pending for a later call.
+void World::offload(int r, int64_t n, uint8_t end) {
+  auto ts = request(r);
+  if (!host_) {
+    expect_throw([&] { static_cast<void>(coord_.plan_offload(ts, n)); });
+    return;
+  }
+  if (offloads_.size() >= 8) return;  // enough copies in flight
+  // Reachable pages up to n, computed from the semantics: a full group's named slots below
+  // n / B; a sliding or state group's named slots in [b - R, b) for every lcm multiple
+  // b * B <= n. Planned: those whose name the host lacks, group then slot order.
+  std::set<Name> on_host;
+  for (const auto& name : host_names_)
+    if (name) on_host.insert(*name);
+  std::vector<std::array<int32_t, 3>> want;  // group, slot, device page
+  for (size_t g = 0; g < groups(); ++g) {
+    const int64_t B = coord_.managers()[g].block_size(), R = resume(g);
+    std::set<int64_t> slots;
+    if (R < 0)
+      for (int64_t j = 0; j < n / B; ++j) slots.insert(j);
+    else
+      for (int64_t T = coord_.lcm_block_size(); T <= n; T += coord_.lcm_block_size())
+        for (int64_t j = std::max<int64_t>(0, T / B - R); j < T / B; ++j) slots.insert(j);
+    for (int64_t j : slots) {
+      const int32_t p = ts[g]->page_ids()[static_cast<size_t>(j)];
+      const auto& name = dev_names_[static_cast<size_t>(p)];
+      if (p != 0 && name && !on_host.contains(*name))
+        want.push_back({static_cast<int32_t>(g), static_cast<int32_t>(j), p});
+    }
+  }
+  const Snapshot before = snapshot();
+  std::optional<OffloadPlan> plan = coord_.plan_offload(ts, n);
+  const auto k = static_cast<int64_t>(want.size());
+  if (!plan) {  // all or nothing: the host pool is short
+    CHECK(k > static_cast<int64_t>(before.host_queue.size()));
+    expect_unchanged(before);
+    return;
+  }
+  CHECK(plan->state() == PlanState::pending && plan->num_pages() == k);
+  for (size_t e = 0; e < want.size(); ++e) {
+    CHECK(plan->groups()[e] == want[e][0] && plan->slots()[e] == want[e][1]);
+    CHECK(plan->device_pages()[e] == want[e][2]);
+    // One more device reference per copy; the host pages are the host queue's front.
+    CHECK(pool_.ref_count(want[e][2]) == before.refs[static_cast<size_t>(want[e][2])] + 1);
+    const int32_t hp = plan->host_pages()[e];
+    CHECK(hp == before.host_queue[e] && host_->ref_count(hp) == 1 && !host_->is_cached(hp));
+  }
+  CHECK(queue() == before.queue &&
+        before.host_queue.size() - copy_queue(*host_).size() == want.size());
+  offloads_.push_back(std::move(*plan));
+  forget_evicted();  // the host allocation may evict host names
+  check();
+  if (end == 1 || end == 2) end_offload(offloads_.size() - 1, end == 1);
+}
+
+// Completes or aborts pending plan i.
+void World::end_offload(size_t i, bool complete) {
+  OffloadPlan& plan = offloads_[i];
+  const Snapshot before = snapshot();
+  if (complete)
+    coord_.complete_offload(plan);
+  else
+    coord_.abort_offload(plan);
+  CHECK(plan.state() == (complete ? PlanState::completed : PlanState::aborted));
+  // The device references drop, last entry first; the host pages go back, last page first:
+  // named to the host queue's back on completion, unnamed to its front on abort.
+  std::vector<int32_t> released;
+  for (int32_t p : reversed(plan.device_pages()))
+    if (before.refs[static_cast<size_t>(p)] == 1) released.push_back(p);
+  if (complete)
+    for (int64_t e = 0; e < plan.num_pages(); ++e) {
+      const int32_t hp = plan.host_pages()[static_cast<size_t>(e)];
+      CHECK(!host_names_[static_cast<size_t>(hp)]);
+      host_names_[static_cast<size_t>(hp)] =
+          dev_names_[static_cast<size_t>(plan.device_pages()[static_cast<size_t>(e)])];
+    }
+  expect_queue(before, released);
+  expect_host_queue(before, reversed(plan.host_pages()));
+  CHECK(host_->pages_offloaded() - before.host_offloaded == (complete ? plan.num_pages() : 0));
+  CHECK(snapshot().tables == before.tables);
+  ended_offloads_.push_back(std::move(plan));
+  if (ended_offloads_.size() > 4) ended_offloads_.pop_front();
+  offloads_.erase(offloads_.begin() + static_cast<std::ptrdiff_t>(i));
+  // A plan ends once.
+  OffloadPlan& done = ended_offloads_.back();
+  expect_throw([&] { coord_.complete_offload(done); });
+  expect_throw([&] { coord_.abort_offload(done); });
+}
+
+// Another request takes k pages and gives them back: named free pages are evicted oldest
+// first, which is what sends a later match to the host.
+void World::evict(int64_t k) {
+  k = std::min(k, pool_.num_free());
+  std::vector<int32_t> pages(static_cast<size_t>(k));
+  const Snapshot before = snapshot();
+  CHECK(pool_.allocate(k, pages.data()));
+  CHECK(std::equal(pages.begin(), pages.end(), before.queue.begin()));
+  for (int32_t p : pages) CHECK(!pool_.is_cached(p));
+  forget_evicted();
+  const Snapshot mid = snapshot();
+  CHECK(pool_.free(pages) == k);
+  expect_queue(mid, reversed(pages));
+}
+
+// complete_load of request r's pending load; without one, of an ended load (which throws).
+void World::complete_load(int r, bool twice) {
+  auto& load = loads_[static_cast<size_t>(r)];
+  if (!load) {
+    LoadPlan none;
+    if (!host_)
+      expect_throw([&] { coord_.complete_load(none); });
+    else if (!ended_loads_.empty())
+      expect_throw([&] { coord_.complete_load(ended_loads_.back()); });
+    return;
+  }
+  LoadPlan& plan = load->plan;
+  const Snapshot before = snapshot();
+  coord_.complete_load(plan);
+  CHECK(coord_.load_state(plan) == PlanState::completed);
+  // Exactly the plan's device pages take names: their slots' keys. The host pins drop. A
+  // state group's loaded page may carry a name already: cache_full_blocks names the slot
+  // ending at num_tokens whatever the cursor, pending load or not; it keeps that name.
+  int64_t unnamed = 0;
+  for (int64_t e = 0; e < plan.num_pages(); ++e) {
+    const auto i = static_cast<size_t>(e);
+    const int32_t p = plan.device_pages()[i];
+    const auto g = static_cast<size_t>(plan.groups()[i]);
+    CHECK(tables_[static_cast<size_t>(r)][g].page_ids()[static_cast<size_t>(plan.slots()[i])] == p);
+    CHECK(pool_.is_cached(p));
+    if (before.cached[static_cast<size_t>(p)]) {
+      CHECK(coord_.managers()[g].kind() == GroupKind::state);
+      continue;
+    }
+    ++unnamed;
+    dev_names_[static_cast<size_t>(p)] =
+        Name{static_cast<int32_t>(g), slot_key(load->doc, g, plan.slots()[i])};
+  }
+  CHECK(pool_.num_cached() - before.num_cached == unnamed);
+  CHECK(host_->pages_loaded() - before.host_loaded == plan.num_pages());
+  CHECK(queue() == before.queue && snapshot().refs == before.refs);
+  expect_host_queue(before, reversed(plan.host_pages()));
+  for (const BlockTable& t : tables_[static_cast<size_t>(r)]) CHECK(!t.has_pending_load());
+  ended_loads_.push_back(std::move(plan));
+  if (ended_loads_.size() > 4) ended_loads_.pop_front();
+  load.reset();
+  if (twice) {
+    forget_evicted();
+    check();
+    expect_throw([&] { coord_.complete_load(ended_loads_.back()); });
+  }
+}
+
+void World::host_misuse(int r, uint8_t what) {
+  auto ts = request(r);
+  switch (what % 7) {
+    case 0:  // a plan ends once
+      if (!ended_offloads_.empty())
+        expect_throw([&] { coord_.complete_offload(ended_offloads_.front()); });
+      break;
+    case 1:
+      if (!ended_offloads_.empty())
+        expect_throw([&] { coord_.abort_offload(ended_offloads_.front()); });
+      break;
+    case 2:
+      if (!ended_loads_.empty()) expect_throw([&] { coord_.complete_load(ended_loads_.front()); });
+      break;
+    case 3: {  // a plan of another coordinator
+      auto other = scratch();
+      std::optional<OffloadPlan> foreign = other_coord_.plan_offload(other, 0);
+      CHECK(foreign && foreign->num_pages() == 0);
+      expect_throw([&] { coord_.complete_offload(*foreign); });
+      expect_throw([&] { coord_.abort_offload(*foreign); });
+      break;
+    }
+    case 4: {
+      LoadPlan foreign;
+      expect_throw([&] { coord_.complete_load(foreign); });
+      break;
+    }
+    case 5:
+      expect_throw([&] { static_cast<void>(coord_.plan_offload(ts, max_extent(r) + 1)); });
+      expect_throw([&] { static_cast<void>(coord_.plan_offload(ts, -1)); });
+      break;
+    default: {  // a coordinator without host
+      auto other = scratch();
+      const Snapshot before = snapshot();
+      bool thrown = false;
+      try {
+        static_cast<void>(no_host_.plan_offload(other, 0));
+      } catch (const std::invalid_argument&) {
+        thrown = true;
+      }
+      CHECK(thrown);
+      expect_unchanged(before);
+    }
+  }
+}
+
 void World::step(Input& in) {
   const uint8_t op = in.byte();
   const int r = in.byte() % kRequests;
   const uint8_t a = in.byte(), b = in.byte();
-  switch (op % 13) {
+  switch (op % 18) {
     case 0:
       acquire(r, tokens(a, r));
       break;
@@ -695,7 +1193,7 @@ void World::step(Input& in) {
       break;
     case 6: {
       const int64_t n = a < 128 ? kMaxTokens : (a % 64) * coord_.lcm_block_size();
-      match_and_claim(r, b % 3, std::min(n, kMaxTokens), b & 0x80);
+      match_and_claim(r, b % 3, std::min(n, kMaxTokens), b & 0x80, b & 0x40);
       break;
     }
     case 7:
@@ -713,9 +1211,32 @@ void World::step(Input& in) {
     case 11:
       bad_call(r, a);
       break;
-    default:
+    case 12:
       plan_and_apply(a, b);
+      break;
+    case 13:
+      offload(r, frontier(a, r), b % 4);
+      break;
+    case 14: {
+      if (!host_) {
+        OffloadPlan none;
+        expect_throw([&] { coord_.complete_offload(none); });
+        expect_throw([&] { coord_.abort_offload(none); });
+      } else if (!offloads_.empty()) {  // a pending plan, counted from the latest
+        end_offload(offloads_.size() - 1 - a % offloads_.size(), (b & 1) == 0);
+      }
+      break;
+    }
+    case 15:
+      evict(a);
+      break;
+    case 16:
+      complete_load(r, a & 1);
+      break;
+    default:
+      host_misuse(r, a);
   }
+  forget_evicted();
 }
 
 }  // namespace
@@ -724,8 +1245,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in(data, size);
   const int64_t num_blocks = 2 + in.byte() % 31;
   const uint8_t shape = in.byte();
-  const int groups = 1 + shape % 3;
+  const int groups = 1 + (shape & 3) % 3;
   const bool retention = (shape & 0x80) == 0;
+  const int64_t host_blocks = (shape >> 2) & 31;  // 0: no host pool
   std::vector<GroupSpec> specs;
   for (int g = 0; g < groups; ++g) {
     const uint8_t k = in.byte(), w = in.byte();
@@ -745,7 +1267,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         specs.emplace_back(GroupKind::state, B);
     }
   }
-  World world(std::move(specs), num_blocks, retention);
+  World world(specs, num_blocks, retention, host_blocks);
   world.check();
   for (int ops = 0; !in.empty() && ops < 256; ++ops) {
     world.step(in);

@@ -16,6 +16,14 @@ from typing import Any
 PAGE_SIZES = [1, 2, 3, 4, 8, 16]
 KINDS = {"full": 0, "sliding": 1, "state": 3}
 ACQUIRE, ADMIT, RECLAIM, FREE, GROUP, CACHE, MATCH, CLAIM_SAVED, BAD = 0, 1, 2, 3, 4, 5, 6, 7, 11
+OFFLOAD, END_OFFLOAD, EVICT, COMPLETE_LOAD, HOST_BAD = 13, 14, 15, 16, 17
+# host_bad calls of the trace format -> the target's host misuse cases (op HOST_BAD, a % 7)
+HOST_BAD_CASES = {
+    "complete-offload-foreign": 3,
+    "complete-load-foreign": 4,
+    "offload-past-extent": 5,
+    "offload-without-host": 6,
+}
 
 
 def page_size_index(block_size: int) -> int:
@@ -33,7 +41,10 @@ def token_byte(n: int, lcm: int) -> int:
 def encode(trace: dict[str, Any]) -> bytes:
     geometry = trace["geometry"]
     groups = geometry["groups"][:3]
-    out = bytearray([(min(32, max(2, geometry["num_blocks"])) - 2) % 31, len(groups) - 1])
+    # Shape byte: groups - 1 in bits 0-1, the host pool's size (0: none) in bits 2-6.
+    host = min(31, geometry["host_blocks"]) if geometry.get("host_blocks") else 0
+    shape = len(groups) - 1 | host << 2
+    out = bytearray([(min(32, max(2, geometry["num_blocks"])) - 2) % 31, shape])
     sizes = []
     for g in groups:
         kind = KINDS[g["kind"]] + (1 if g.get("live_tail_alloc") else 0)
@@ -47,9 +58,39 @@ def encode(trace: dict[str, Any]) -> bytes:
     def op(code: int, request: int, a: int = 0, b: int = 0) -> None:
         out.extend([code, request % 3, a, b])
 
+    doc = [0, 0, 0]  # each request's document (host traces: set by its claim)
+    offloads: list[bool] = []  # the trace's offload plans, True while pending
     for o in trace["ops"]:
         r, kind = o.get("request", 0), o["op"]
-        if kind == "admit":
+        if kind == "host_compute":  # acquire, name, reclaim: one engine step
+            op(ACQUIRE, r, token_byte(o["tokens"], lcm))
+            op(CACHE, r, 0, doc[r % 3])
+            op(RECLAIM, r)
+        elif kind == "host_offload":  # at the request's extent; stays pending
+            op(OFFLOAD, r)
+            offloads.append(True)
+        elif kind in ("host_complete_offload", "host_abort_offload"):
+            k = len(offloads) - 1 - o["plan"]
+            complete = kind == "host_complete_offload"
+            if k < 0:
+                continue
+            if offloads[k]:  # the target counts pending plans only, from the latest
+                op(END_OFFLOAD, 0, sum(offloads[k + 1 :]), 0 if complete else 1)
+                offloads[k] = False
+            else:  # a plan that ended: must throw
+                op(HOST_BAD, 0, 0 if complete else 1)
+        elif kind == "host_claim":
+            doc[r % 3] = o["doc"] % 3
+            op(MATCH, r, 128 | (o["tokens"] // lcm) % 64, o["doc"] % 3)
+        elif kind == "host_complete_load":
+            op(COMPLETE_LOAD, r)
+        elif kind == "host_evict":
+            op(EVICT, 0, min(255, o["tokens"]))
+        elif kind == "host_free":
+            op(FREE, r)
+        elif kind == "host_bad":
+            op(HOST_BAD, r, HOST_BAD_CASES[o["call"]])
+        elif kind == "admit":
             between = 0x80 if o.get("reclaim_between") else 0
             op(ADMIT, r, token_byte(o["chunk"], lcm), min(7, o["reserve"]) | between)
         elif kind in ("acquire", "decode"):
