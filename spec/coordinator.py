@@ -242,12 +242,14 @@ class Coordinator:
             k = B // self._base
             covered = min(n // B, len(ks) // k)
             if m.kind == "state":
-                # Only the slot ending exactly at num_tokens holds a usable state snapshot.
+                # Only the slot ending exactly at num_tokens holds a usable state snapshot, and
+                # only a slot at or past the cursor is offered a name: below it lie the slots a
+                # claim brought in, whose loads may still be pending (complete_load names them).
                 j = n // B - 1
-                slots = [j] if n % B == 0 and 0 <= j < covered else []
+                slots = [j] if n % B == 0 and t.named_upto <= j < covered else []
             else:
                 slots = list(range(t.named_upto, covered))
-                t.named_upto = max(t.named_upto, covered)
+            t.named_upto = max(t.named_upto, covered)
             for j in slots:
                 page = t.slots[j]
                 if page != 0 and not self._pool._is_cached(page):

@@ -350,3 +350,45 @@ def test_host_eviction_drops_the_oldest_host_names_with_cpu_events(impl: ModuleT
         ("removed", "CPU", 0, (keys[7], keys[5], keys[3]), None, None),
     ]
     assert c.host.num_cached == 1
+
+
+def test_a_state_slot_whose_load_is_pending_is_not_named_until_the_load_completes(
+    impl: ModuleType,
+) -> None:
+    # {full B=4; state B=4}, lcm 4. Request A computes 8 tokens and names them at 8: full
+    # slots 0 and 1, and the state slot ending at 8 (slot 1). Offloaded, freed, evicted by
+    # request C, they come back to request D through the host: a load of three pages.
+    c = impl.Coordinator(
+        [impl.GroupSpec("full", 4), impl.GroupSpec("state", 4)], impl.BlockPool(7), impl.HostPool(8)
+    )
+    keys = impl.page_keys(list(range(8)), 4)
+    a = c.new_tables()
+    assert c.acquire(a, 8)
+    assert c.cache_full_blocks(a, keys, 8) == 3
+    c.complete_offload(c.plan_offload(a, 8))
+    c.free(a)
+    tc = c.new_tables()
+    assert c.acquire(tc, 12)
+    assert c.pool.num_cached == 0
+    c.free(tc)
+    d = c.new_tables()
+    load = c.claim(d, c.match_prefix(keys))
+    assert (as_list(load.groups), as_list(load.slots)) == ([0, 0, 1], [0, 1, 1])
+    # The engine names D's computed prefix while the copies are in flight: the loaded pages
+    # hold nothing yet, so none of them takes a name (the state slot ending at 8 included),
+    # and a match still finds the prefix on the host only.
+    assert c.cache_full_blocks(d, keys, 8) == 0
+    assert c.pool.num_cached == 0
+    m = c.match_prefix(keys)
+    assert [as_list(p) for p in m.pages] == [[0, 0], [0, 0]]
+    assert [as_list(p) for p in m.host_pages] == [
+        as_list(load.host_pages)[:2],
+        [0, int(load.host_pages[2])],
+    ]
+    c.complete_load(load)
+    assert c.pool.num_cached == 3
+    m = c.match_prefix(keys)
+    assert [as_list(p) for p in m.pages] == [
+        as_list(load.device_pages)[:2],
+        [0, int(load.device_pages[2])],
+    ]

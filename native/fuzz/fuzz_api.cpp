@@ -610,6 +610,11 @@ void World::cache(int r, int doc, int64_t n, int64_t fewer_keys) {
     }
   }
   CHECK(seen == named);
+  // A page whose load is pending holds no content yet: it takes its name at complete_load.
+  for (const auto& load : loads_)
+    if (load)
+      for (int64_t e = 0; e < load->plan.num_pages(); ++e)
+        CHECK(!pool_.is_cached(load->plan.device_pages()[static_cast<size_t>(e)]));
   // Naming moves no page: only the names and the tables' naming cursors changed.
   Snapshot after = snapshot();
   for (auto* s : {&before, &after}) {
@@ -1086,25 +1091,18 @@ void World::complete_load(int r, bool twice) {
   const Snapshot before = snapshot();
   coord_.complete_load(plan);
   CHECK(coord_.load_state(plan) == PlanState::completed);
-  // Exactly the plan's device pages take names: their slots' keys. The host pins drop. A
-  // state group's loaded page may carry a name already: cache_full_blocks names the slot
-  // ending at num_tokens whatever the cursor, pending load or not; it keeps that name.
-  int64_t unnamed = 0;
+  // Exactly the plan's device pages take names, unnamed until now: their slots' keys. The
+  // host pins drop.
   for (int64_t e = 0; e < plan.num_pages(); ++e) {
     const auto i = static_cast<size_t>(e);
     const int32_t p = plan.device_pages()[i];
     const auto g = static_cast<size_t>(plan.groups()[i]);
     CHECK(tables_[static_cast<size_t>(r)][g].page_ids()[static_cast<size_t>(plan.slots()[i])] == p);
-    CHECK(pool_.is_cached(p));
-    if (before.cached[static_cast<size_t>(p)]) {
-      CHECK(coord_.managers()[g].kind() == GroupKind::state);
-      continue;
-    }
-    ++unnamed;
+    CHECK(!before.cached[static_cast<size_t>(p)] && pool_.is_cached(p));
     dev_names_[static_cast<size_t>(p)] =
         Name{static_cast<int32_t>(g), slot_key(load->doc, g, plan.slots()[i])};
   }
-  CHECK(pool_.num_cached() - before.num_cached == unnamed);
+  CHECK(pool_.num_cached() - before.num_cached == plan.num_pages());
   CHECK(host_->pages_loaded() - before.host_loaded == plan.num_pages());
   CHECK(queue() == before.queue && snapshot().refs == before.refs);
   expect_host_queue(before, reversed(plan.host_pages()));

@@ -296,9 +296,11 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
         pool_->note_stored(group, j, key, j > 0 ? &keys[static_cast<size_t>(j * k - 1)] : nullptr);
     };
     if (managers_[i].kind() == GroupKind::state) {
-      // Only the slot ending exactly at num_tokens holds a usable state snapshot.
+      // Only the slot ending exactly at num_tokens holds a usable state snapshot, and only a
+      // slot at or past the cursor is offered a name: below it lie the slots a claim brought
+      // in, whose loads may still be pending (complete_load names them).
       const int64_t j = num_tokens / B - 1;
-      if (num_tokens % B == 0 && j >= 0 && j < covered) name(j);
+      if (num_tokens % B == 0 && j >= t.named_upto_ && j < covered) name(j);
     } else {
       // Slots below the cursor were offered a name before: a hole stays a hole, and a named
       // page in use cannot be evicted, so they need no second look.
@@ -309,8 +311,8 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
           pool_->prefetch_name(s[a], group, keys[static_cast<size_t>((a + 1) * k - 1)]);
         name(j);
       }
-      t.named_upto_ = std::max(t.named_upto_, covered);
     }
+    t.named_upto_ = std::max(t.named_upto_, covered);
   }
   pool_->end_event_op();
   return named;

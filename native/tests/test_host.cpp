@@ -146,6 +146,42 @@ TEST(HostTier, FreeingARequestWithAPendingLoadAbortsIt) {
   EXPECT_EQ(state_of(s.host), host_before);
 }
 
+// {full B=4; state B=4}: request A names 8 tokens (full slots 0, 1; the state slot ending
+// at 8), offloads them, is freed and evicted; request D claims them back from the host. While
+// the load is pending, naming D's prefix names none of the loaded pages (the state slot
+// included): they hold nothing yet, and a match must not find them on the device.
+TEST(HostTier, AStateSlotWhoseLoadIsPendingIsNotNamedUntilTheLoadCompletes) {
+  BlockPool pool{7, true, false};
+  HostPool host{8, false};
+  Coordinator c{{GroupSpec(GroupKind::full, 4), GroupSpec(GroupKind::state, 4)}, pool, &host};
+  std::vector<uint32_t> tokens(8);
+  for (uint32_t i = 0; i < 8; ++i) tokens[i] = i;
+  const std::vector<Key> keys = page_keys(tokens, 4);
+  BlockTable a0, a1, c0, c1, d0, d1;
+  std::vector<BlockTable*> a{&a0, &a1}, tc{&c0, &c1}, d{&d0, &d1};
+  ASSERT_TRUE(c.acquire(a, 8));
+  EXPECT_EQ(c.cache_full_blocks(a, keys, 8), 3);
+  c.complete_offload(*c.plan_offload(a, 8));
+  c.free(a);
+  ASSERT_TRUE(c.acquire(tc, 12));
+  EXPECT_EQ(pool.num_cached(), 0);
+  c.free(tc);
+  std::optional<LoadPlan> load = c.claim(d, c.match_prefix(keys));
+  ASSERT_TRUE(load);
+  EXPECT_EQ(span_of(load->groups()), (Pages{0, 0, 1}));
+  EXPECT_EQ(span_of(load->slots()), (Pages{0, 1, 1}));
+  EXPECT_EQ(c.cache_full_blocks(d, keys, 8), 0);
+  EXPECT_EQ(pool.num_cached(), 0);
+  const PrefixMatch pending = c.match_prefix(keys);
+  EXPECT_EQ(span_of(pending.pages(1)), (Pages{0, 0}));
+  EXPECT_EQ(span_of(pending.host_pages(1)), (Pages{0, load->host_pages()[2]}));
+  c.complete_load(*load);
+  EXPECT_EQ(pool.num_cached(), 3);
+  const PrefixMatch done = c.match_prefix(keys);
+  EXPECT_EQ(span_of(done.pages(1)), (Pages{0, load->device_pages()[2]}));
+  EXPECT_EQ(done.num_host_pages(), 0);
+}
+
 TEST(HostTier, CallsWithoutHostPoolOrFromAnotherCoordinatorThrow) {
   Worked s;
   BlockPool pool(20);
