@@ -161,7 +161,9 @@ TEST(HostTier, AStateSlotWhoseLoadIsPendingIsNotNamedUntilTheLoadCompletes) {
   std::vector<BlockTable*> a{&a0, &a1}, tc{&c0, &c1}, d{&d0, &d1};
   ASSERT_TRUE(c.acquire(a, 8));
   EXPECT_EQ(c.cache_full_blocks(a, keys, 8), 3);
-  c.complete_offload(*c.plan_offload(a, 8));
+  std::optional<OffloadPlan> offload = c.plan_offload(a, 8);
+  ASSERT_TRUE(offload);
+  c.complete_offload(*offload);
   c.free(a);
   ASSERT_TRUE(c.acquire(tc, 12));
   EXPECT_EQ(pool.num_cached(), 0);
