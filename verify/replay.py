@@ -205,42 +205,33 @@ def labelled(impls: Sequence[Impl], variant: str | None) -> list[Impl]:
 
 
 def _print_step(rep: StepReport, labels: list[str], w: TextIO) -> None:
-    print(f"step {rep.index}  {describe_op(rep.op)}", file=w)
-    outs = [str(s.outcome) for s in rep.sides]
-    if len(set(outs)) == 1:
-        print(f"  returned    {outs[0]}", file=w)
-    else:
-        print("  returned    " + " | ".join(f"{lab}: {o}" for lab, o in zip(labels, outs)), file=w)
+    _print_returned(rep.index, rep.op, [str(s.outcome) for s in rep.sides], labels, w)
     charge = _charge_line(rep.op, rep.sides[0])
     if charge:
         print(f"  charge      {charge}", file=w)
     r = rep.op.get("request", 0)
-    states = [_state_lines(s, r) for s in rep.sides]
-    if all(st == states[0] for st in states):
-        tag = "(all)" if len(states) > 1 else ""
-        for i, line in enumerate(states[0]):
-            print(f"  {'state ' + tag if i == 0 else '':<11} {line}", file=w)
-    else:
-        for lab, lines in zip(labels, states):
-            for i, line in enumerate(lines):
-                print(f"  {lab if i == 0 else '':<11} {line}", file=w)
-    verdicts = _verdicts(rep)
-    print(
-        "  properties  " + "  ".join(f"{p} {'ok' if ok else 'FAIL'}" for p, ok in verdicts), file=w
-    )
-    for f in rep.failures:
-        print(f"    ! {f}", file=w)
-    print(file=w)
+    _print_states([_state_lines(s, r) for s in rep.sides], labels, w)
+    _print_verdicts(_verdicts(rep), rep.failures, w)
 
 
 def _print_host_step(rep: HostStepReport, labels: list[str], w: TextIO) -> None:
-    print(f"step {rep.index}  {describe_op(rep.op)}", file=w)
-    outs = [describe_outcome(s.outcome) for s in rep.sides]
+    _print_returned(rep.index, rep.op, [describe_outcome(s.outcome) for s in rep.sides], labels, w)
+    _print_states([s.lines for s in rep.sides], labels, w)
+    _print_verdicts(rep.verdicts(), rep.failures, w)
+
+
+def _print_returned(
+    index: int, op: dict[str, Any], outs: list[str], labels: list[str], w: TextIO
+) -> None:
+    print(f"step {index}  {describe_op(op)}", file=w)
     if len(set(outs)) == 1:
         print(f"  returned    {outs[0]}", file=w)
     else:
         print("  returned    " + " | ".join(f"{lab}: {o}" for lab, o in zip(labels, outs)), file=w)
-    states = [s.lines for s in rep.sides]
+
+
+def _print_states(states: list[list[str]], labels: list[str], w: TextIO) -> None:
+    """One block when every side's state agrees, else one per side."""
     if all(st == states[0] for st in states):
         tag = "(all)" if len(states) > 1 else ""
         for i, line in enumerate(states[0]):
@@ -249,11 +240,15 @@ def _print_host_step(rep: HostStepReport, labels: list[str], w: TextIO) -> None:
         for lab, lines in zip(labels, states):
             for i, line in enumerate(lines):
                 print(f"  {lab if i == 0 else '':<11} {line}", file=w)
+
+
+def _print_verdicts(
+    verdicts: Sequence[tuple[str, bool]], failures: Sequence[str], w: TextIO
+) -> None:
     print(
-        "  properties  " + "  ".join(f"{p} {'ok' if ok else 'FAIL'}" for p, ok in rep.verdicts()),
-        file=w,
+        "  properties  " + "  ".join(f"{p} {'ok' if ok else 'FAIL'}" for p, ok in verdicts), file=w
     )
-    for f in rep.failures:
+    for f in failures:
         print(f"    ! {f}", file=w)
     print(file=w)
 
