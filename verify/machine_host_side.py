@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .machine import Impl, Verdict, describe_op
+from .machine_step import Verdicts
 from .trace import Geometry, Op
 
 Content = tuple[Any, ...]
@@ -157,37 +158,11 @@ class HostSideStep:
 
 
 @dataclass
-class HostStepReport:
+class HostStepReport(Verdicts):
     index: int
     op: Op
     sides: list[HostSideStep]
     agree: Verdict
-
-    @property
-    def failures(self) -> list[str]:
-        out = [] if self.agree.ok else [f"agree: {self.agree.detail}"]
-        for s in self.sides:
-            out.extend(f"{s.label}: {v.prop}: {v.detail}" for v in s.verdicts if not v.ok)
-        return out
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def failed_properties(self) -> list[str]:
-        props = [] if self.agree.ok else ["agree"]
-        for s in self.sides:
-            props.extend(v.prop for v in s.verdicts if not v.ok and v.prop not in props)
-        return props
-
-    def verdicts(self) -> list[tuple[str, bool]]:
-        props: dict[str, bool] = {}
-        if len(self.sides) > 1:
-            props["agree"] = self.agree.ok
-        for s in self.sides:
-            for v in s.verdicts:
-                props[v.prop] = props.get(v.prop, True) and v.ok
-        return list(props.items())
 
 
 def _show(c: Content | None) -> str:

@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy
 
@@ -79,12 +80,19 @@ class SideStep:
     verdicts: list[Verdict] = field(default_factory=list)
 
 
-@dataclass
-class StepReport:
-    index: int
-    op: Op
-    sides: list[SideStep]
+class _SideVerdicts(Protocol):
+    label: str
+    verdicts: list[Verdict]
+
+
+class Verdicts:
+    """What a step's report says: its sides' verdicts and whether the sides agree.
+
+    Shared by the device machine's ``StepReport`` and the host tier's ``HostStepReport``.
+    """
+
     agree: Verdict
+    sides: Sequence[_SideVerdicts]
 
     @property
     def failures(self) -> list[str]:
@@ -102,6 +110,24 @@ class StepReport:
         for s in self.sides:
             props.extend(v.prop for v in s.verdicts if not v.ok and v.prop not in props)
         return props
+
+    def verdicts(self) -> list[tuple[str, bool]]:
+        """Each property with whether it held on every side ("agree" first, for two sides)."""
+        props: dict[str, bool] = {}
+        if len(self.sides) > 1:
+            props["agree"] = self.agree.ok
+        for s in self.sides:
+            for v in s.verdicts:
+                props[v.prop] = props.get(v.prop, True) and v.ok
+        return list(props.items())
+
+
+@dataclass
+class StepReport(Verdicts):
+    index: int
+    op: Op
+    sides: list[SideStep]
+    agree: Verdict
 
 
 def describe_op(op: Op) -> str:

@@ -211,7 +211,7 @@ def _print_step(rep: StepReport, labels: list[str], w: TextIO) -> None:
         print(f"  charge      {charge}", file=w)
     r = rep.op.get("request", 0)
     _print_states([_state_lines(s, r) for s in rep.sides], labels, w)
-    _print_verdicts(_verdicts(rep), rep.failures, w)
+    _print_verdicts(rep.verdicts(), rep.failures, w)
 
 
 def _print_host_step(rep: HostStepReport, labels: list[str], w: TextIO) -> None:
@@ -292,16 +292,6 @@ def _state_lines(s: SideStep, r: int) -> list[str]:
     for g, t in enumerate(s.after.tables[r]):
         lines.append(f"r{r}g{g} {t.compact()}")
     return lines
-
-
-def _verdicts(rep: StepReport) -> list[tuple[str, bool]]:
-    props: dict[str, bool] = {}
-    if len(rep.sides) > 1:
-        props["agree"] = rep.agree.ok
-    for s in rep.sides:
-        for v in s.verdicts:
-            props[v.prop] = props.get(v.prop, True) and v.ok
-    return list(props.items())
 
 
 if __name__ == "__main__":  # pragma: no cover
