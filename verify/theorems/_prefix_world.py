@@ -250,12 +250,13 @@ class World:
 
     def copy(self) -> World:
         """An independent copy (the coordinator's managers and specs are stateless: shared)."""
-        pool = _clone(self.pool, {})
+        old = self.pool
+        pool = _clone(old)
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.pool = pool
-        new.coord = _clone(self.coord, {id(self.pool): pool}, deep=False)
-        new.tables = [[_clone(t, {id(self.pool): pool}) for t in ts] for ts in self.tables]
+        new.coord = _clone(self.coord, old, pool, deep=False)
+        new.tables = [[_clone(t, old, pool) for t in ts] for ts in self.tables]
         new.ops = list(self.ops)
         new.registered = dict(self.registered)
         return new
@@ -351,19 +352,47 @@ class World:
         }
 
 
-def _clone(obj: Any, swap: dict[int, Any], deep: bool = True) -> Any:
+def _clone(obj: Any, old: Any = None, new: Any = None, deep: bool = True) -> Any:
     """A copy of a spec object whose state is lists, dicts (of lists) and immutable values;
-    attributes that are keys of `swap` (by identity) are replaced by its values."""
-    new = object.__new__(type(obj))
-    for k, v in obj.__dict__.items():
-        if id(v) in swap:
-            v = swap[id(v)]
-        elif deep and isinstance(v, list):
-            v = list(v)
-        elif deep and isinstance(v, dict):
-            v = {key: list(x) if isinstance(x, list) else x for key, x in v.items()}
-        new.__dict__[k] = v
-    return new
+    an attribute that is `old` (by identity) becomes `new`."""
+    d = obj.__dict__.copy()
+    for k, v in d.items():
+        if old is not None and v is old:
+            d[k] = new
+        elif not deep:
+            continue
+        elif type(v) is list:
+            d[k] = v.copy()
+        elif type(v) is dict:
+            v = d[k] = v.copy()
+            for key, x in v.items():
+                if type(x) is list:
+                    v[key] = x.copy()
+    out = object.__new__(type(obj))
+    out.__dict__ = d
+    return out
+
+
+class Prefixes:
+    """Worlds after request 0 computed a chunking's first chunks, by their ends: a chunking
+    continues a copy of the world of its longest prefix computed so far instead of
+    recomputing it (the same ops, so the same world)."""
+
+    def __init__(self, fresh: World) -> None:
+        self.done: dict[tuple[int, ...], World] = {(): fresh}
+
+    def compute(self, ends: Sequence[int]) -> World | None:
+        """A world where request 0 computed `ends` (None if a chunk did not fit the pool)."""
+        ends = tuple(ends)
+        k = len(ends)
+        while ends[:k] not in self.done:
+            k -= 1
+        w = self.done[ends[:k]].copy()
+        for i in range(k, len(ends)):
+            if not w.chunk(0, ends[i - 1] if i else 0, ends[i]):
+                return None
+            self.done[ends[: i + 1]] = w.copy()
+        return w
 
 
 def claim_op(r: int, tokens: int, **between: int) -> Op:

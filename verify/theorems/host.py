@@ -129,7 +129,7 @@ class HostWorld(World):
         """An independent copy (no load may be pending: its plan would be shared)."""
         assert all(t.load is None for ts in self.tables for t in ts)
         new = cast(HostWorld, super().copy())
-        new.host = _clone(self.host, {})
+        new.host = _clone(self.host)
         new.coord._host = new.host
         new.coord._pinned = list(self.coord._pinned)
         new.content = dict(self.content)
