@@ -239,25 +239,27 @@ def _claim_problem(c: World, r: int, P: int) -> str:
 def _stale_problem(w: World, r: int, P: int) -> Values | None:
     """Evict a free matched page by an allocation between match and claim (a stale match):
     blocks_consumed_by_claim and claim raise ValueError and change nothing."""
-    c = w.copy()
-    m = c.coord.match_prefix(c.keys(P))
+    m = w.coord.match_prefix(w.keys(P))
     real = {pg for g in m.pages for pg in g if pg}
-    queue = c.pool.free_queue()
+    queue = w.pool.free_queue()
     where = [i for i, pg in enumerate(queue) if pg in real]
     if not where:
         return None
     ev = 1  # the evicting request
-    ts = c.tables[ev]
     n = next(
         (
             n
-            for n in range(1, 4 * c.lcm * (len(queue) + 1))
-            if where[0] + 1 <= c.coord.blocks_needed_for(ts, n) <= len(queue)
+            for n in range(1, 4 * w.lcm * (len(queue) + 1))
+            if where[0] + 1 <= w.coord.blocks_needed_for(w.tables[ev], n) <= len(queue)
         ),
         None,
     )
     if n is None:
         return None
+    # Found without a copy (match_prefix and blocks_needed_for are read-only); now run it.
+    c = w.copy(requests=(ev, r))
+    m = c.coord.match_prefix(c.keys(P))
+    ts = c.tables[ev]
     op = claim_op(r, P, between_request=ev, between_tokens=n)
     c.coord.blocks_consumed_by_claim(m)
     if not c.coord.acquire(ts, n) or all(c.pool._is_cached(pg) for pg in real):
@@ -290,7 +292,7 @@ def _check_claim(w: World, prompts: Sequence[int]) -> Values | None:
         if distinct in seen:
             continue  # the same match claims the same way (match-is-read-only-bounded)
         seen.add(distinct)
-        c = w.copy()
+        c = w.copy(requests=(r,))
         problem = _claim_problem(c, r, P)
         if problem:
             return c.values(problem, prompt_tokens=P)
