@@ -106,12 +106,15 @@ def _acquire_search(max_b: int, max_w: int, max_m: int) -> tuple[int, Values | N
     cases = 0
     for g in every_group(max_b, max_w, max_m):
         for prior in range(0, 2 * g.B + 2):
+            mgr, _, table, _ = _prepared(g, prior, 0)
+            prepared: dict[int, tuple[Any, Any, Any, int]] = {}  # by free pages, copied
             for n in range(0, 3 * g.B + 3):
-                mgr, _, table, _ = _prepared(g, prior, 0)
                 need = mgr.blocks_needed_for(table, n)
                 for free in sorted({max(need - 1, 0), need, need + 1}):
                     cases += 1
-                    problem = _acquire_case(g, prior, n, free)
+                    if free not in prepared:
+                        prepared[free] = _prepared(g, prior, free)
+                    problem = _acquire_case(g, n, free, prepared[free])
                     if problem:
                         return cases, {
                             **g.describe(),
@@ -123,8 +126,9 @@ def _acquire_search(max_b: int, max_w: int, max_m: int) -> tuple[int, Values | N
     return cases, None
 
 
-def _acquire_case(g: Group, prior: int, n: int, free: int) -> str:
-    mgr, pool, table, _ = _prepared(g, prior, free)
+def _acquire_case(g: Group, n: int, free: int, prepared: tuple[Any, Any, Any, int]) -> str:
+    mgr, pool, table, _ = prepared
+    pool, table = _fork(pool, table)
     need = mgr.blocks_needed_for(table, n)
     before = Snapshot.of(pool, table)
     first, extent = len(table.slots), table.extent
