@@ -236,6 +236,7 @@ class World:
         self.registered: dict[int, int] = {}
         self.seq = 0
         self.taken = 0  # pages acquires took from the free queue
+        self.peak = 0  # the most pages pinned after an acquire
 
     @property
     def base(self) -> int:
@@ -248,14 +249,23 @@ class World:
     def keys(self, tokens: int) -> list[bytes]:
         return doc_keys(DOC, tokens, self.base)
 
-    def copy(self) -> World:
-        """An independent copy (the coordinator's managers and specs are stateless: shared)."""
-        pool = _clone(self.pool, {})
+    def copy(self, requests: Sequence[int] | None = None) -> World:
+        """An independent copy (the coordinator's managers and specs are stateless: shared).
+
+        With `requests`, only those requests' tables are copied: the others stay this
+        world's own, bound to its pool, so the copy may run operations on those requests
+        only (an operation of the coordinator touches only the tables it is given).
+        """
+        old = self.pool
+        pool = _clone(old)
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.pool = pool
-        new.coord = _clone(self.coord, {id(self.pool): pool}, deep=False)
-        new.tables = [[_clone(t, {id(self.pool): pool}) for t in ts] for ts in self.tables]
+        new.coord = _clone(self.coord, old, pool, deep=False)
+        new.tables = [
+            [_clone(t, old, pool) for t in ts] if requests is None or r in requests else ts
+            for r, ts in enumerate(self.tables)
+        ]
         new.ops = list(self.ops)
         new.registered = dict(self.registered)
         return new
@@ -270,6 +280,7 @@ class World:
             free = self.pool.num_free
             ok = c.acquire(ts, op["tokens"])
             self.taken += free - self.pool.num_free
+            self.peak = max(self.peak, self.pool.num_pinned)
             return ok
         if kind == "cache":
             before = dict(self.pool._name_of)
@@ -351,19 +362,47 @@ class World:
         }
 
 
-def _clone(obj: Any, swap: dict[int, Any], deep: bool = True) -> Any:
+def _clone(obj: Any, old: Any = None, new: Any = None, deep: bool = True) -> Any:
     """A copy of a spec object whose state is lists, dicts (of lists) and immutable values;
-    attributes that are keys of `swap` (by identity) are replaced by its values."""
-    new = object.__new__(type(obj))
-    for k, v in obj.__dict__.items():
-        if id(v) in swap:
-            v = swap[id(v)]
-        elif deep and isinstance(v, list):
-            v = list(v)
-        elif deep and isinstance(v, dict):
-            v = {key: list(x) if isinstance(x, list) else x for key, x in v.items()}
-        new.__dict__[k] = v
-    return new
+    an attribute that is `old` (by identity) becomes `new`."""
+    d = obj.__dict__.copy()
+    for k, v in d.items():
+        if old is not None and v is old:
+            d[k] = new
+        elif not deep:
+            continue
+        elif type(v) is list:
+            d[k] = v.copy()
+        elif type(v) is dict:
+            v = d[k] = v.copy()
+            for key, x in v.items():
+                if type(x) is list:
+                    v[key] = x.copy()
+    out = object.__new__(type(obj))
+    out.__dict__ = d
+    return out
+
+
+class Prefixes:
+    """Worlds after request 0 computed a chunking's first chunks, by their ends: a chunking
+    continues a copy of the world of its longest prefix computed so far instead of
+    recomputing it (the same ops, so the same world)."""
+
+    def __init__(self, fresh: World) -> None:
+        self.done: dict[tuple[int, ...], World] = {(): fresh}
+
+    def compute(self, ends: Sequence[int]) -> World | None:
+        """A world where request 0 computed `ends` (None if a chunk did not fit the pool)."""
+        ends = tuple(ends)
+        k = len(ends)
+        while ends[:k] not in self.done:
+            k -= 1
+        w = self.done[ends[:k]].copy()
+        for i in range(k, len(ends)):
+            if not w.chunk(0, ends[i - 1] if i else 0, ends[i]):
+                return None
+            self.done[ends[: i + 1]] = w.copy()
+        return w
 
 
 def claim_op(r: int, tokens: int, **between: int) -> Op:
@@ -375,17 +414,17 @@ def pages_ever(layout: Layout, N: int) -> int:
     return sum(-(-N // g.B) for g in layout)
 
 
-def _peak_and_total(layout: Layout, ends: Sequence[int]) -> tuple[int, int]:
-    """(peak pages pinned, pages allocated) when request 0 computes `ends` in a big pool."""
-    w = World(layout, 2 + pages_ever(layout, ends[-1]), 1)
-    peak = start = 0
-    for e in ends:
-        w.do({"op": "acquire", "request": 0, "tokens": e - start})
-        peak = max(peak, w.pool.num_pinned)  # reclaim comes after: the chunk's peak
-        w.do({"op": "cache", "request": 0, "doc": DOC, "tokens": e})
-        w.do({"op": "reclaim", "request": 0, "frontier": e})
-        start = e
-    return peak, w.taken
+def probes(layout: Layout, max_n: int) -> Prefixes:
+    """Runs of request 0 alone in a pool where nothing is evicted, for _peak_and_total."""
+    return Prefixes(World(layout, 2 + pages_ever(layout, max_n), 1))
+
+
+def _peak_and_total(probe: Prefixes, ends: Sequence[int]) -> tuple[int, int]:
+    """(peak pages pinned, pages allocated) when request 0 computes `ends` in a big pool
+    (`probes`): the peak is after a chunk's acquire, before its reclaim."""
+    w = probe.compute(ends)
+    assert w is not None
+    return w.peak, w.taken
 
 
 def _trace_builder(name: str) -> TraceBuilder:
@@ -426,7 +465,9 @@ def _evict(w: World, r: int) -> Iterator[World]:
         yield w
 
 
-def points(layout: Layout, ends: Sequence[int], num_blocks: int) -> Iterator[World]:
+def points(
+    layout: Layout, ends: Sequence[int], num_blocks: int, prefixes: Prefixes | None = None
+) -> Iterator[World]:
     """Every state the match and claim theorems check (callers must not change them).
 
     Request 0 computes ``ends``, naming then reclaiming after each chunk; then, each from that
@@ -435,14 +476,15 @@ def points(layout: Layout, ends: Sequence[int], num_blocks: int) -> Iterator[Wor
     request 0 holds or after it freed (two pages per name; in a small pool request 1 evicts
     request 0's pages and names its own), then frees; (S) request 2 claims request 0's
     prompt, request 0 frees, request 2 frees.  Request 3 stays fresh for the checks' claims.
+    `prefixes` (of worlds of this layout and pool) shares chunks with other chunkings.
     """
     N = ends[-1]
-    w = World(layout, num_blocks)
-    start = 0
-    for e in ends:
-        if not w.chunk(0, start, e):
+    prefixes = prefixes or Prefixes(World(layout, num_blocks))
+    for i in range(1, len(ends) + 1):
+        computed = prefixes.compute(ends[:i])
+        if computed is None:
             return
-        start = e
+        w = computed
         yield w
     yield from _evict(w.copy(), 1)
     f = w.copy()
@@ -476,14 +518,18 @@ def walk(
     cases = 0
     for layout in layouts:
         L, base = lcm_of(layout), base_of(layout)
+        probe = probes(layout, max_n * L + 1)
+        prefixes: dict[int, Prefixes] = {}
         for N in range(1, max_n * L + 2):
             prompts = prompt_lengths(N + L, L, base)
             for ends in chunkings(N, L, exhaustive_upto):
-                peak, total = _peak_and_total(layout, ends)
+                peak, total = _peak_and_total(probe, ends)
                 # Tight: request 0's own allocations evict pages it reclaimed (1 + peak);
                 # roomy: nothing request 0 released is popped before request 1 allocates.
                 for num_blocks in sorted({1 + peak, 2 + total}):
-                    for w in points(layout, ends, num_blocks):
+                    if num_blocks not in prefixes:
+                        prefixes[num_blocks] = Prefixes(World(layout, num_blocks))
+                    for w in points(layout, ends, num_blocks, prefixes[num_blocks]):
                         cases += len(prompts)
                         _count("states")
                         failure = check(w, prompts)

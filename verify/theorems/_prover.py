@@ -132,6 +132,7 @@ def solver(ctx: z3.Context | None = None) -> z3.Solver:
     caller's rlimit.  (The SMT core alone, ``z3.SimpleSolver``, also repeats its counts but
     finds some nonlinear counterexamples only after many minutes.)
     """
+
     def then(*ts: Any) -> Any:
         return z3.Then(*ts, ctx=ctx)
 

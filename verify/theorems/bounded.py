@@ -15,6 +15,7 @@ from typing import Any
 from livetail import spec
 from livetail.spec import geometry as geo
 
+from ._prefix_world import _clone
 from ._prover import Prover, Values
 from ._registry import theorem
 from ._traces import ops_trace
@@ -73,6 +74,9 @@ class Snapshot:
     tail: int
     floor: int
 
+    def key(self) -> tuple[Any, ...]:
+        return (tuple(self.queue), tuple(self.refs), tuple(self.slots), self.tail, self.floor)
+
     @staticmethod
     def of(pool: Any, table: Any) -> Snapshot:
         return Snapshot(
@@ -102,12 +106,15 @@ def _acquire_search(max_b: int, max_w: int, max_m: int) -> tuple[int, Values | N
     cases = 0
     for g in every_group(max_b, max_w, max_m):
         for prior in range(0, 2 * g.B + 2):
+            mgr, _, table, _ = _prepared(g, prior, 0)
+            prepared: dict[int, tuple[Any, Any, Any, int]] = {}  # by free pages, copied
             for n in range(0, 3 * g.B + 3):
-                mgr, _, table, _ = _prepared(g, prior, 0)
                 need = mgr.blocks_needed_for(table, n)
                 for free in sorted({max(need - 1, 0), need, need + 1}):
                     cases += 1
-                    problem = _acquire_case(g, prior, n, free)
+                    if free not in prepared:
+                        prepared[free] = _prepared(g, prior, free)
+                    problem = _acquire_case(g, n, free, prepared[free])
                     if problem:
                         return cases, {
                             **g.describe(),
@@ -119,8 +126,9 @@ def _acquire_search(max_b: int, max_w: int, max_m: int) -> tuple[int, Values | N
     return cases, None
 
 
-def _acquire_case(g: Group, prior: int, n: int, free: int) -> str:
-    mgr, pool, table, _ = _prepared(g, prior, free)
+def _acquire_case(g: Group, n: int, free: int, prepared: tuple[Any, Any, Any, int]) -> str:
+    mgr, pool, table, _ = prepared
+    pool, table = _fork(pool, table)
     need = mgr.blocks_needed_for(table, n)
     before = Snapshot.of(pool, table)
     first, extent = len(table.slots), table.extent
@@ -193,16 +201,19 @@ def acquire_all_or_nothing(p: Prover) -> None:
 
 
 def _sequential_search() -> tuple[int, Values | None]:
+    """Each table, chunk acquire and reclaim is run once and branched by copies: what an
+    operation does depends only on the pool and table it starts from."""
     cases = 0
     for g in every_group(MAX_B, 4, 3):
         for prior in range(0, g.B + 2):
+            mgr, pool, table, _ = _prepared(g, prior, 64)
             for first in range(0, 2 * g.B + 2):
+                chunked = _fork(pool, table)
+                chunk = _Chunk(mgr, table, first, mgr.acquire(*chunked, first), pool, chunked)
                 for extra in range(0, g.B + 2):
-                    mgr, pool, table, _ = _prepared(g, prior, 0)
-                    end = table.extent + first
-                    for f in [None, *range(0, end + 1)]:
+                    for f in [None, *range(0, table.extent + first + 1)]:
                         cases += 1
-                        problem = _sequential_case(g, prior, first, extra, f)
+                        problem = _sequential_case(chunk, extra, f)
                         if problem:
                             return cases, {
                                 **g.describe(),
@@ -215,15 +226,35 @@ def _sequential_search() -> tuple[int, Values | None]:
     return cases, None
 
 
-def _sequential_case(g: Group, prior: int, first: int, extra: int, f: int | None) -> str:
-    mgr, pool, table, _ = _prepared(g, prior, 64)
-    charge = mgr.blocks_needed_for_sequential(table, first, extra)
-    chunk_need = mgr.blocks_needed_for(table, first)
-    free0 = pool.num_free
-    if not mgr.acquire(pool, table, first):
+class _Chunk:
+    """A prepared table, and the same after acquire(first) succeeded or not (`ok`), with
+    the reclaims after it by frontier (None: no reclaim), each run once."""
+
+    def __init__(
+        self, mgr: Any, table: Any, first: int, ok: bool, pool: Any, chunked: tuple[Any, Any]
+    ) -> None:
+        self.mgr, self.table, self.first, self.ok = mgr, table, first, ok
+        self.chunk_need = mgr.blocks_needed_for(table, first)
+        self.take1 = pool.num_free - chunked[0].num_free
+        self.reclaimed: dict[int | None, tuple[int, Any, Any]] = {None: (0, *chunked)}
+
+    def reclaim(self, f: int | None) -> tuple[int, Any, Any]:
+        """(pages released, pool, table) after reclaim_expired(f) on the chunked table."""
+        if f not in self.reclaimed:
+            pool, table = _fork(*self.reclaimed[None][1:])
+            self.reclaimed[f] = (self.mgr.reclaim_expired(pool, table, f), pool, table)
+        return self.reclaimed[f]
+
+
+def _sequential_case(chunk: _Chunk, extra: int, f: int | None) -> str:
+    mgr = chunk.mgr
+    charge = mgr.blocks_needed_for_sequential(chunk.table, chunk.first, extra)
+    chunk_need = chunk.chunk_need
+    if not chunk.ok:
         return "chunk acquire failed with enough pages free"
-    take1 = free0 - pool.num_free
-    released = 0 if f is None else mgr.reclaim_expired(pool, table, f)
+    take1 = chunk.take1
+    released, pool, table = chunk.reclaim(f)
+    pool, table = _fork(pool, table)
     free1 = pool.num_free
     if not mgr.acquire(pool, table, extra):
         return "decode acquire failed with enough pages free"
@@ -296,8 +327,14 @@ def sequential_with_reclaims(p: Prover) -> None:
 # --- reclaim ---------------------------------------------------------------------------------
 
 
-def _check_reclaim(mgr: Any, pool: Any, table: Any, f: int) -> str:
-    """Reclaim at f and check semantics section 5 and property 7.5; '' when all hold."""
+def _check_reclaim(
+    mgr: Any, pool: Any, table: Any, f: int, repeated: dict[Any, int] | None = None
+) -> str:
+    """Reclaim at f and check semantics section 5 and property 7.5; '' when all hold.
+
+    `repeated` maps a state (pool and table) to the greatest frontier up to which repeats
+    on it were checked: a repeat depends only on the state and its frontier, so the repeats
+    at or below it are not run again (all of them are when one of the others fails)."""
     B = mgr.block_size
     predicted = mgr.blocks_reclaimable_at(table, f)
     before = Snapshot.of(pool, table)
@@ -323,31 +360,53 @@ def _check_reclaim(mgr: Any, pool: Any, table: Any, f: int) -> str:
     if pool.num_free + pool.num_pinned != pool.num_blocks - 1:
         return "free + pinned != num_blocks - 1"
     snap = Snapshot.of(pool, table)
-    again = [mgr.reclaim_expired(pool, table, f2) for f2 in range(f, -1, -1)]
+    state = (*snap.key(), tuple(table.runs), tuple(pool._name_of.items()))
+    done = -1 if repeated is None else repeated.get(state, -1)
+    again = [mgr.reclaim_expired(pool, table, f2) for f2 in range(f, done, -1)]
     if any(again) or Snapshot.of(pool, table) != snap:
+        again += [mgr.reclaim_expired(pool, table, f2) for f2 in range(min(f, done), -1, -1)]
         return f"a repeat reclaim at a frontier <= {f} freed {again} or changed state"
+    if repeated is not None:
+        repeated[state] = max(f, done)
     return ""
 
 
+def _fork(pool: Any, table: Any) -> tuple[Any, Any]:
+    """An independent copy of a pool and a table bound to it (to branch a run)."""
+    p = _clone(pool)
+    return p, _clone(table, pool, p)
+
+
 def _reachable_search() -> tuple[int, Values | None]:
-    """Tables reached by acquire a, reclaim f1, acquire b, reclaim f2 (live-tail groups)."""
+    """Tables reached by acquire a, reclaim f1, acquire b, reclaim f2 (live-tail groups).
+
+    Each prefix of the run is computed and checked once and branched by copies: what a
+    step does and its check's verdict depend only on the pool and table it starts from."""
     cases = 0
     for g in every_group(2, 4, 3):
         if g.kind == "full":
             continue
+        mgr = g.manager()
+        repeated: dict[Any, int] = {}
         for a in range(1, 3 * g.B + 1):
+            pool = spec.BlockPool(64)
+            table = spec.BlockTable()
+            mgr.acquire(pool, table, a)
+            after_f1: dict[int, tuple[str, Any, Any]] = {}
             for b in range(0, 2 * g.B + 1):
                 for f1 in range(0, a + 1):
+                    if f1 not in after_f1:
+                        p1, t1 = _fork(pool, table)
+                        after_f1[f1] = (_check_reclaim(mgr, p1, t1, f1, repeated), p1, t1)
+                    problem, p1, t1 = after_f1[f1]
+                    if not problem:
+                        p2, t2 = _fork(p1, t1)
+                        mgr.acquire(p2, t2, b)
                     for f2 in range(f1, a + b + 1):
                         cases += 1
-                        mgr = g.manager()
-                        pool = spec.BlockPool(64)
-                        table = spec.BlockTable()
-                        mgr.acquire(pool, table, a)
-                        problem = _check_reclaim(mgr, pool, table, f1)
                         if not problem:
-                            mgr.acquire(pool, table, b)
-                            problem = _check_reclaim(mgr, pool, table, f2)
+                            p3, t3 = _fork(p2, t2)
+                            problem = _check_reclaim(mgr, p3, t3, f2, repeated)
                         if problem:
                             return cases, {
                                 **g.describe(),
@@ -385,23 +444,25 @@ def _pattern_search(max_slots: int, max_w: int) -> tuple[int, Values | None]:
         kinds += [Group("sliding", B, W, 0) for W in range(1, max_w + 1)]
         for g in kinds:
             mgr = _unchecked(g.manager())
+            repeated: dict[Any, int] = {}
             for n in range(0, max_slots + 1):
                 for floor in range(0, n + 1):
                     for bits in range(1 << (n - floor)):
                         for tail in range(0, B if n else 1):
                             extent = n * B - tail
+                            pool0 = spec.BlockPool(n + 2)
+                            table0 = spec.BlockTable()
+                            mgr.acquire(pool0, table0, extent)  # n real slots, bound
+                            pool0._release([p for p in table0.slots if p])
+                            table0.slots = [0] * n
+                            for s in range(floor, n):
+                                if bits >> (s - floor) & 1:
+                                    table0.slots[s] = pool0._allocate(1)[0]  # type: ignore[index]
+                            table0.reclaim_floor = floor
                             for f in range(0, extent + 1):
                                 cases += 1
-                                pool = spec.BlockPool(n + 2)
-                                table = spec.BlockTable()
-                                mgr.acquire(pool, table, extent)  # n real slots, bound
-                                pool._release([p for p in table.slots if p])
-                                table.slots = [0] * n
-                                for s in range(floor, n):
-                                    if bits >> (s - floor) & 1:
-                                        table.slots[s] = pool._allocate(1)[0]  # type: ignore[index]
-                                table.reclaim_floor = floor
-                                problem = _check_reclaim(mgr, pool, table, f)
+                                pool, table = _fork(pool0, table0)
+                                problem = _check_reclaim(mgr, pool, table, f, repeated)
                                 if problem:
                                     real = [s for s in range(n) if table.slots[s]]
                                     return cases, {

@@ -45,6 +45,7 @@ from ._prefix_world import (
     full,
     lcm_of,
     pages_ever,
+    probes,
     prompt_lengths,
     sliding,
     state,
@@ -125,11 +126,11 @@ class HostWorld(World):
         self.salt = [b""] * num_requests  # the prompt each request computes
         self.check_offload: OffloadCheck | None = None
 
-    def copy(self) -> HostWorld:
+    def copy(self, requests: Sequence[int] | None = None) -> HostWorld:
         """An independent copy (no load may be pending: its plan would be shared)."""
         assert all(t.load is None for ts in self.tables for t in ts)
-        new = cast(HostWorld, super().copy())
-        new.host = _clone(self.host, {})
+        new = cast(HostWorld, super().copy(requests))
+        new.host = _clone(self.host)
         new.coord._host = new.host
         new.coord._pinned = list(self.coord._pinned)
         new.content = dict(self.content)
@@ -356,13 +357,14 @@ def host_walk(
     cases = 0
     for layout in layouts:
         L, base = lcm_of(layout), base_of(layout)
+        probe = probes(layout, max_n * L + 1)
         for N in range(1, max_n * L + 2):
             prompts = prompt_lengths(N + L, L, base)
             extra = pages_ever(layout, N) if bystander else 0
             for ends in chunkings(N, L, exhaustive_upto):
                 # Tight: request 0's chunks evict pages it reclaimed; roomy: nothing evicted
                 # before request 1 allocates.
-                peak, total = _peak_and_total(layout, ends)
+                peak, total = _peak_and_total(probe, ends)
                 for num_blocks in sorted({1 + extra + peak, 2 + extra + total}):
                     for host_blocks in host_sizes(layout, N):
                         for mode in MODES:
@@ -469,10 +471,11 @@ def _offload_search(
     cases = 0
     for layout in layouts:
         L = lcm_of(layout)
+        probe = probes(layout, max_n * L + 1)
         for N in range(1, max_n * L + 2):
             k = reach(layout, N)
             for ends in chunkings(N, L, exhaustive_upto):
-                peak, total = _peak_and_total(layout, ends)
+                peak, total = _peak_and_total(probe, ends)
                 for num_blocks in sorted({1 + peak, 2 + total}):
                     for host_blocks in sorted({2, 1 + (k + 1) // 2, 1 + k}):
                         for mode in OFFLOAD_MODES:

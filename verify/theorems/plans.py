@@ -6,13 +6,13 @@ classes over every configuration inside the stated bounds, as ``bounded.py`` doe
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Iterator
 from typing import Any
 
 from livetail import spec
 
+from ._prefix_world import _clone
 from ._prover import Prover, Values
 from ._registry import theorem
 
@@ -44,7 +44,7 @@ def _retention_search() -> tuple[int, Values | None]:
             return None
         unnamed_held = [p for p in held if not pool._is_cached(p)]
         for op in _retention_ops(held, unnamed_held):
-            p2, h2, o2 = copy.deepcopy((pool, held, order))
+            p2, h2, o2 = _clone(pool), list(held), list(order)
             kind, arg = op
             if kind == "alloc":
                 queue = p2.free_queue()
@@ -190,10 +190,16 @@ def _check_plan(c: Any, reqs: list[list[Any]], ask: list[int]) -> str:
     return ""
 
 
+def _fork(c: Any, reqs: list[list[Any]]) -> tuple[Any, list[list[Any]]]:
+    """An independent copy of a coordinator, its pool and the requests' tables."""
+    pool = _clone(c.pool)
+    return _clone(c, c.pool, pool), [[_clone(t, c.pool, pool) for t in ts] for ts in reqs]
+
+
 def _plan_search() -> tuple[int, Values | None]:
     cases = 0
     for c, reqs, ask, v in _setups():
-        c2, reqs2 = copy.deepcopy((c, reqs))
+        c2, reqs2 = _fork(c, reqs)
         cases += 1
         wrong = _check_plan(c2, reqs2, ask)
         if wrong:

@@ -46,6 +46,7 @@ from ._prefix_world import (
     Layout,
     Name,
     Op,
+    Prefixes,
     World,
     _count,
     _exhaust,
@@ -84,6 +85,7 @@ __all__ = [
     "Layout",
     "Name",
     "Op",
+    "Prefixes",
     "SHARED_PREFIX",
     "WALK_EXHAUSTIVE",
     "WALK_MAX_N",
@@ -237,25 +239,27 @@ def _claim_problem(c: World, r: int, P: int) -> str:
 def _stale_problem(w: World, r: int, P: int) -> Values | None:
     """Evict a free matched page by an allocation between match and claim (a stale match):
     blocks_consumed_by_claim and claim raise ValueError and change nothing."""
-    c = w.copy()
-    m = c.coord.match_prefix(c.keys(P))
+    m = w.coord.match_prefix(w.keys(P))
     real = {pg for g in m.pages for pg in g if pg}
-    queue = c.pool.free_queue()
+    queue = w.pool.free_queue()
     where = [i for i, pg in enumerate(queue) if pg in real]
     if not where:
         return None
     ev = 1  # the evicting request
-    ts = c.tables[ev]
     n = next(
         (
             n
-            for n in range(1, 4 * c.lcm * (len(queue) + 1))
-            if where[0] + 1 <= c.coord.blocks_needed_for(ts, n) <= len(queue)
+            for n in range(1, 4 * w.lcm * (len(queue) + 1))
+            if where[0] + 1 <= w.coord.blocks_needed_for(w.tables[ev], n) <= len(queue)
         ),
         None,
     )
     if n is None:
         return None
+    # Found without a copy (match_prefix and blocks_needed_for are read-only); now run it.
+    c = w.copy(requests=(ev, r))
+    m = c.coord.match_prefix(c.keys(P))
+    ts = c.tables[ev]
     op = claim_op(r, P, between_request=ev, between_tokens=n)
     c.coord.blocks_consumed_by_claim(m)
     if not c.coord.acquire(ts, n) or all(c.pool._is_cached(pg) for pg in real):
@@ -288,7 +292,7 @@ def _check_claim(w: World, prompts: Sequence[int]) -> Values | None:
         if distinct in seen:
             continue  # the same match claims the same way (match-is-read-only-bounded)
         seen.add(distinct)
-        c = w.copy()
+        c = w.copy(requests=(r,))
         problem = _claim_problem(c, r, P)
         if problem:
             return c.values(problem, prompt_tokens=P)
@@ -355,10 +359,15 @@ def _charge_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
             _count("hits that took free pages", consumed > 0)
             fresh = c.coord.new_tables()
             for first in range(CHARGE_FIRST * L + 2):
+                chunk = _Chunk(c, fresh, T, first)
                 for extra in range(CHARGE_EXTRA * L + 2):
+                    charge = c.coord.blocks_needed_for_sequential(fresh, first, extra)
+                    on_claimed = c.coord.blocks_needed_for_sequential(c.tables[1], first, extra)
                     for between in (False, True):
                         cases += 1
-                        problem = _charge_case(c, fresh, T, first, extra, between, claim_take)
+                        problem = _charge_case(
+                            chunk, extra, between, charge, on_claimed, claim_take
+                        )
                         if not problem and claim_take != consumed:
                             problem = (
                                 f"the claim took {claim_take} pages, "
@@ -384,26 +393,38 @@ def _charge_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
     return cases, None
 
 
+class _Chunk:
+    """Request 1's claimed world after acquire(first) succeeded or not (`ok`), and the same
+    after a reclaim_expired at the chunk's end, each run once (the acquires after them
+    start from copies): what an operation does depends only on the world it starts from."""
+
+    def __init__(self, claimed: World, fresh: Sequence[Any], T: int, first: int) -> None:
+        self.T, self.first = T, first
+        self.chunk_need = claimed.coord.blocks_needed_for(fresh, first)
+        d = claimed.copy()
+        self.free1 = d.pool.num_free
+        self.ok = d.coord.acquire(d.tables[1], first)
+        self.take1 = self.free1 - d.pool.num_free
+        self.chunked = d
+        self._reclaimed: World | None = None
+
+    def reclaimed(self) -> World:
+        if self._reclaimed is None:
+            d = self.chunked.copy()
+            d.coord.reclaim_expired(d.tables[1], self.T + self.first)
+            self._reclaimed = d
+        return self._reclaimed
+
+
 def _charge_case(
-    claimed: World,
-    fresh: Sequence[Any],
-    T: int,
-    first: int,
-    extra: int,
-    between: bool,
-    claim_take: int,
+    chunk: _Chunk, extra: int, between: bool, charge: int, on_claimed: int, claim_take: int
 ) -> str:
-    d = claimed.copy()
+    T, first, chunk_need = chunk.T, chunk.first, chunk.chunk_need
+    if not chunk.ok:
+        return f"acquire({first}) after the claim failed with {chunk.free1} pages free"
+    take1 = chunk.take1
+    d = (chunk.reclaimed() if between else chunk.chunked).copy()
     coord, pool, ts = d.coord, d.pool, d.tables[1]
-    charge = coord.blocks_needed_for_sequential(fresh, first, extra)
-    chunk_need = coord.blocks_needed_for(fresh, first)
-    on_claimed = coord.blocks_needed_for_sequential(ts, first, extra)
-    free1 = pool.num_free
-    if not coord.acquire(ts, first):
-        return f"acquire({first}) after the claim failed with {free1} pages free"
-    take1 = free1 - pool.num_free
-    if between:
-        coord.reclaim_expired(ts, T + first)
     free2 = pool.num_free
     if not coord.acquire(ts, extra):
         return f"acquire({extra}) after the chunk failed with {free2} pages free"
@@ -468,14 +489,14 @@ def _hit_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
         L, base = lcm_of(layout), base_of(layout)
         has_state = any(g.kind == "state" for g in layout)
         plain = tuple(g.full_allocation() for g in layout)
+        # Every allocation pops a page never used before: no eviction at any point.
+        nb = 1 + pages_ever(layout, HIT_MAX_N * L + 1)
+        runs = Prefixes(World(layout, nb, 2)), Prefixes(World(plain, nb, 2))
         for N in range(1, HIT_MAX_N * L + 2):
             prompts = prompt_lengths(N + L, L, base)
-            # Every allocation pops a page never used before: no eviction at any point.
-            nb = 1 + pages_ever(layout, N)
             for ends in chunkings(N, L, HIT_EXHAUSTIVE):
-                live, classic = World(layout, nb, 2), World(plain, nb, 2)
-                live.compute(0, ends)
-                classic.compute(0, ends)
+                live, classic = (r.compute(ends) for r in runs)
+                assert live is not None and classic is not None
                 _count("runs")
                 _count("runs where live tail took fewer pages", live.taken < classic.taken)
                 for phase in ("holds its pages", "freed"):
