@@ -269,10 +269,13 @@ class Coordinator:
         b = T // B
         R = self._resume(g)
         low = 0 if R < 0 else max(0, b - R)
-        need = [(j, (g, ks[(j + 1) * k - 1])) for j in range(low, b)]
-        if all(self._present(name) for _, name in need):
-            return need
-        return None
+        need = []
+        for j in range(low, b):
+            name = (g, ks[(j + 1) * k - 1])
+            if not self._present(name):
+                return None
+            need.append((j, name))
+        return need
 
     def _supports(self, T: int, ks: list[bytes]) -> list[list[tuple[int, Name]]] | None:
         """Every group's support at T, in group order; None as soon as one group has none."""
