@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import operator
 import sys
+from typing import TypeVar
 
 from .geometry import INT32_MAX
+
+_T = TypeVar("_T")
 
 
 def _is_bool(value: object) -> bool:
@@ -18,6 +21,8 @@ def _is_bool(value: object) -> bool:
 
 def count(name: str, value: object) -> int:
     """A non-negative integer argument: TypeError for non-integers and bool, ValueError if < 0."""
+    if type(value) is int and value >= 0:  # the common case: a plain int (bool is not one)
+        return value
     if _is_bool(value):
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
     try:
@@ -37,6 +42,8 @@ def bounded(name: str, value: object, low: int, high: int = INT32_MAX) -> int:
     return v
 
 
-def instance(name: str, value: object, cls: type) -> None:
+def instance(name: str, value: object, cls: type[_T]) -> _T:
+    """The value, when it is a cls; TypeError otherwise."""
     if not isinstance(value, cls):
         raise TypeError(f"{name} must be a {cls.__name__}, not {type(value).__name__}")
+    return value

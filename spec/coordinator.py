@@ -269,10 +269,23 @@ class Coordinator:
         b = T // B
         R = self._resume(g)
         low = 0 if R < 0 else max(0, b - R)
-        need = [(j, (g, ks[(j + 1) * k - 1])) for j in range(low, b)]
-        if all(self._present(name) for _, name in need):
-            return need
-        return None
+        need = []
+        for j in range(low, b):
+            name = (g, ks[(j + 1) * k - 1])
+            if not self._present(name):
+                return None
+            need.append((j, name))
+        return need
+
+    def _supports(self, T: int, ks: list[bytes]) -> list[list[tuple[int, Name]]] | None:
+        """Every group's support at T, in group order; None as soon as one group has none."""
+        out = []
+        for g in range(self.num_groups):
+            need = self._support(g, T, ks)
+            if need is None:
+                return None
+            out.append(need)
+        return out
 
     def _present(self, name: Name) -> bool:
         """On the device, or on the host (section 10)."""
@@ -295,14 +308,13 @@ class Coordinator:
         # A claimed table may span at most INT32_MAX tokens (only all-W=1 layouts get there).
         top = min(len(ks) * self._base, INT32_MAX) // self._lcm * self._lcm
         for T in range(top, 0, -self._lcm):
-            supports = [self._support(g, T, ks) for g in range(self.num_groups)]
-            if all(s is not None for s in supports):
+            supports = self._supports(T, ks)
+            if supports is not None:
                 pages: list[list[int]] = []
                 host_pages: list[list[int]] = []
                 names: list[list[Name | None]] = []
                 parents: list[list[bytes | None]] = []
                 for g, need in enumerate(supports):
-                    assert need is not None
                     b = T // self._managers[g].block_size
                     k = self._managers[g].block_size // self._base
                     pg: list[int] = [0] * b

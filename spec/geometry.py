@@ -16,8 +16,12 @@ Names: ``B`` page size, ``W`` window, ``A`` live alignment (0 = live tail off),
 
 from __future__ import annotations
 
+import functools
+import inspect
+import sys
+import types
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 # A number is a Python int in the model and a Z3 arithmetic term in livetail.verify.
 Num = Any
@@ -75,6 +79,46 @@ class IntArith:
 INT = IntArith()
 
 
+# --- memo on ints -------------------------------------------------------------------
+# The model calls the closed forms below on a few small ints over and over; evaluated on
+# ints, each is a pure function of its numbers (given this module's functions), so a call
+# with the int Arith and plain int arguments is answered from a memo.  Any other call (a Z3
+# or range Arith, a non-int number, keywords) runs the function itself.  Setting an
+# attribute of this module (a test's or a variant's patch of a closed form) clears every
+# memo, so a patched function is what the model sees from then on.
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_MEMOS: list[Any] = []
+
+
+def _memo_on_ints(fn: _F) -> _F:
+    memo = functools.lru_cache(maxsize=1 << 16)(fn)
+    _MEMOS.append(memo)
+    arity = len(inspect.signature(fn).parameters)  # the numbers, then ar
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        nums = args[:-1] if len(args) == arity and args[-1] is INT else args
+        if kwargs or len(nums) != arity - 1:
+            return fn(*args, **kwargs)
+        for a in nums:
+            if type(a) is not int:
+                return fn(*args)
+        return memo(*nums)
+
+    return cast(_F, call)
+
+
+class _Geometry(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        for memo in _MEMOS:
+            memo.cache_clear()
+
+
+sys.modules[__name__].__class__ = _Geometry
+
+
 # --- basic quantities -------------------------------------------------------------
 
 
@@ -99,6 +143,7 @@ def period(A: Num, B: Num, ar: Arith = INT) -> Num:
     return ar.cond(A > 0, lambda: ar.div(A, B), lambda: 1)
 
 
+@_memo_on_ints
 def kept_per_period(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     """R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off)."""
     return ar.cond(A > 0, lambda: ar.min(resume_pages(W, B, ar), ar.div(A, B)), lambda: 1)
@@ -112,6 +157,7 @@ def extent(slots: Num, tail: Num, B: Num) -> Num:
 # --- liveness: the slot-by-slot definition ------------------------------------------
 
 
+@_memo_on_ints
 def live(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Bool:
     """Is slot s, created by an acquire that ends at frontier f, given a real page?
 
@@ -142,6 +188,7 @@ def resume_count_below(x: Num, m: Num, kept: Num, ar: Arith = INT) -> Num:
     return ar.div(x, m) * kept + ar.max(0, ar.mod(x, m) - (m - kept))
 
 
+@_memo_on_ints
 def live_count(first: Num, new: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     """Number of live slots among [first, first+new) at frontier f, in O(1)."""
     m = period(A, B, ar)
@@ -157,11 +204,13 @@ def live_count(first: Num, new: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith =
 # --- acquire arithmetic -------------------------------------------------------------
 
 
+@_memo_on_ints
 def new_slots(tail: Num, B: Num, n: Num, ar: Arith = INT) -> Num:
     """Slots an acquire of n tokens appends to a table with `tail` tokens of room."""
     return ar.cond(n > tail, lambda: ceil_div(n - tail, B, ar), lambda: 0)
 
 
+@_memo_on_ints
 def tail_after(tail: Num, B: Num, n: Num, ar: Arith = INT) -> Num:
     """tail_available after an acquire of n tokens."""
 
@@ -172,11 +221,13 @@ def tail_after(tail: Num, B: Num, n: Num, ar: Arith = INT) -> Num:
     return ar.cond(n > tail, spill, lambda: tail - n)
 
 
+@_memo_on_ints
 def fits_int32(slots: Num, tail: Num, B: Num, n: Num, ar: Arith = INT) -> Bool:
     """After acquiring n tokens, len(slots) * B <= INT32_MAX (compared without multiplying)."""
     return new_slots(tail, B, n, ar) <= ar.div(INT32_MAX, B) - slots
 
 
+@_memo_on_ints
 def blocks_needed(slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     """Pages acquire(n) takes on a table of shape (slots, tail): O(1).
 
@@ -191,6 +242,7 @@ def blocks_needed(slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Ari
     return ar.cond(n > tail, take, lambda: 0)
 
 
+@_memo_on_ints
 def blocks_needed_sequential(
     slots: Num, tail: Num, first: Num, extra: Num, W: Num, B: Num, A: Num, ar: Arith = INT
 ) -> Num:
@@ -202,6 +254,7 @@ def blocks_needed_sequential(
     )
 
 
+@_memo_on_ints
 def reclaim_bound(f: Num, slots: Num, W: Num, B: Num, ar: Arith = INT) -> Num:
     """b = min(slid_out(f), slots): reclaim releases every real slot in [floor, b)."""
     return ar.min(slid_out(f, W, B, ar), slots)

@@ -27,6 +27,8 @@ class _Manager:
         self._B = bounded("block_size", block_size, 1)
         self._W = sliding_window
         self._A = alignment
+        # The group the run description runs on: fixed for the manager's life.
+        self._g = runs.Group(self._B, self._window(), self._A, self.kind != "full")
 
     # -- properties ------------------------------------------------------------------
 
@@ -49,20 +51,18 @@ class _Manager:
     # -- checks (raise, change nothing) -----------------------------------------------
 
     def _check_table(self, table: object) -> BlockTable:
-        instance("table", table, BlockTable)
-        assert isinstance(table, BlockTable)
-        if table.is_bound and table.block_size != self._B:
+        t = instance("table", table, BlockTable)
+        if t.is_bound and t.block_size != self._B:
             raise ValueError(
-                f"table is bound to a group of block_size {table.block_size}, not {self._B}"
+                f"table is bound to a group of block_size {t.block_size}, not {self._B}"
             )
-        return table
+        return t
 
     def _check_pool(self, pool: object, table: BlockTable) -> BlockPool:
-        instance("pool", pool, BlockPool)
-        assert isinstance(pool, BlockPool)
-        if table.pool is not None and table.pool is not pool:
+        p = instance("pool", pool, BlockPool)
+        if table.pool is not None and table.pool is not p:
             raise ValueError("table is bound to another pool")
-        return pool
+        return p
 
     def _check_fits(self, table: BlockTable, name: str, n: int) -> None:
         if not geo.fits_int32(len(table.slots), table.tail_available, self._B, n):
@@ -92,7 +92,7 @@ class _Manager:
         return bool(geo.live(s, f, self._window(), self._B, self._A))
 
     def _group(self) -> runs.Group:
-        return runs.Group(self._B, self._window(), self._A, self.kind != "full")
+        return self._g
 
     def _state(self, table: BlockTable) -> runs.TableState:
         """The table's run description (what livetail.verify executes symbolically)."""
@@ -102,7 +102,7 @@ class _Manager:
 
     def _check_runs(self, table: BlockTable, lo: int, hi: int) -> None:
         """Slots [lo, hi) are real exactly where the run description says so."""
-        if not self.check_runs:
+        if not self.check_runs or lo >= hi:
             return
         state, g = self._state(table), self._group()
         for s in range(lo, hi):
