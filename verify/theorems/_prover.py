@@ -45,6 +45,9 @@ SMALL = 64
 """Bound of the quick concrete search after an abstraction gave a spurious model."""
 SMALL_SEARCH_RLIMIT = 5_000_000
 """Resource units of that search (it only looks for a counterexample: "none found" is fine)."""
+CORE_FIRST = 20_000
+"""Units the SMT core alone may spend on a query looking for a model (a vacuity check, an
+exhibit) before the full strategy takes it."""
 DEFAULT_RLIMIT = 100_000_000
 """Budget of a theorem that does not set its own (``livetail rlimits`` measures them)."""
 
@@ -75,10 +78,17 @@ class Query:
 
     The subset of ``z3.Solver`` the theorems use: add, push, pop, check, model,
     reason_unknown.  A model is translated back to the main context.
+
+    With ``core_first`` units, ``check`` first gives the formula to Z3's SMT core alone
+    (``core()``) for at most that many units, and only if the core gives up, to
+    ``solver()`` with what is left.  Both answers are Z3's own; the core finds models of
+    hypotheses and decides small linear queries in a few hundred units, where the
+    bit-blasting attempt of ``solver()`` first spends millions on 64-bit constants.
     """
 
-    def __init__(self, rlimit: int) -> None:
+    def __init__(self, rlimit: int, core_first: int = 0) -> None:
         self.rlimit = rlimit
+        self.core_first = core_first
         self.frames: list[list[Any]] = [[]]
         self._model: z3.ModelRef | None = None
         self._reason = ""
@@ -99,19 +109,27 @@ class Query:
         return str(text.sexpr())
 
     def check(self) -> Any:
+        text = self.sexpr()
+        if self.core_first > 0:
+            r = self._decide(core, text, min(self.core_first, self.rlimit))
+            if r != z3.unknown or self.rlimit <= 1:
+                return r
+        return self._decide(solver, text, self.rlimit)
+
+    def _decide(self, strategy: Callable[[z3.Context], z3.Solver], text: str, limit: int) -> Any:
         ctx = z3.Context()
-        s = solver(ctx)
-        s.set("rlimit", self.rlimit)
-        s.from_string(self.sexpr())
+        s = strategy(ctx)
+        s.set("rlimit", limit)
+        s.from_string(text)
         before = _context_count(ctx)
         r = s.check()
         used = _context_count(ctx) - before
         _SPENT[0] += used
         self._model = s.model().translate(z3.main_ctx()) if r == z3.sat else None
         self._reason = str(s.reason_unknown()) if r == z3.unknown else ""
-        if r == z3.unknown and used >= self.rlimit:
+        if r == z3.unknown and used >= limit:
             # Z3 reports a spent rlimit inside a tactic as "canceled".
-            self._reason = f"resource limit of {self.rlimit} units reached ({self._reason})"
+            self._reason = f"resource limit of {limit} units reached ({self._reason})"
         self.rlimit = max(1, self.rlimit - used)
         return r  # a CheckSatResult compares equal across contexts
 
@@ -122,6 +140,11 @@ class Query:
 
     def reason_unknown(self) -> str:
         return self._reason
+
+
+def core(ctx: z3.Context | None = None) -> z3.Solver:
+    """Z3's SMT core after ``simplify`` (what ``solver()`` falls back to after bit-blasting)."""
+    return z3.Then(z3.With("simplify", ctx=ctx, som=True), "smt", ctx=ctx).solver()
 
 
 def solver(ctx: z3.Context | None = None) -> z3.Solver:
@@ -226,6 +249,9 @@ class Prover:
 
     rlimit: int = DEFAULT_RLIMIT  # resource units for all of the theorem's queries
     quick: bool = False  # livetail verify --quick: skip optional searches (never a proof)
+    # Units of the SMT core's first attempt at every query (Query.core_first); sat-seeking
+    # checks (vacuity, exhibit) use at least CORE_FIRST.
+    core_first: int = 0
     steps: StepLog = field(default_factory=StepLog)
     witness: Values | None = None  # the model of the last successful refute step
     witnesses: list[tuple[str, Values]] = field(default_factory=list)
@@ -240,7 +266,7 @@ class Prover:
         """Resource units used since the prover was made (every query of this theorem)."""
         return rlimit_count() - self.start
 
-    def _solver(self, limit: int | None = None) -> Query:
+    def _solver(self, limit: int | None = None, core_first: int = 0) -> Query:
         """A ``solver()`` that may use what is left of the budget, at most ``limit`` units."""
         left = self.rlimit - self.used
         if left <= 0:
@@ -249,10 +275,13 @@ class Prover:
                 "(budget)",
                 f"rlimit budget exhausted before this step: {self.used} of {self.rlimit} units",
             )
-        return Query(min(left if limit is None else min(left, limit), 2**32 - 1))
+        return Query(
+            min(left if limit is None else min(left, limit), 2**32 - 1),
+            max(core_first, self.core_first),
+        )
 
-    def _check(self, hyps: Sequence[Any], goal: Any) -> tuple[Any, Query]:
-        s = self._solver()
+    def _check(self, hyps: Sequence[Any], goal: Any, core_first: int = 0) -> tuple[Any, Query]:
+        s = self._solver(core_first=core_first)
         s.add(*hyps)
         s.add(goal)
         return s.check(), s
@@ -267,12 +296,12 @@ class Prover:
     def _not_vacuous(self, name: str, claim: Any, hyps: Sequence[Any], t0: float) -> None:
         """Raise ``unknown`` if ``hyps`` are contradictory or an implication inside ``claim``
         has an antecedent that can never hold under them (the step would pass vacuously)."""
-        r, _ = self._check(hyps, z3.BoolVal(True))
+        r, _ = self._check(hyps, z3.BoolVal(True), CORE_FIRST)
         if r == z3.unsat:
             self.steps.append(Step(name, "unknown", time.monotonic() - t0, "vacuous hypotheses"))
             raise StepFailed("unknown", name, f"{name}: the hypotheses are contradictory")
         for a in antecedents(claim):
-            r, _ = self._check(hyps, a)
+            r, _ = self._check(hyps, a, CORE_FIRST)
             if r == z3.unsat:
                 self.steps.append(
                     Step(name, "unknown", time.monotonic() - t0, "vacuous antecedent")
@@ -413,7 +442,7 @@ class Prover:
     ) -> Values:
         """Vacuity check: find values where ``hyps`` hold (e.g. a hole exists); fail if none."""
         t0 = time.monotonic()
-        r, s = self._check(hyps, z3.BoolVal(True))
+        r, s = self._check(hyps, z3.BoolVal(True), CORE_FIRST)
         dt = time.monotonic() - t0
         if r == z3.sat:
             values = model_values(s.model(), show)
