@@ -410,8 +410,8 @@ def range_proof(p: Prover, live: bool, lim: int, width: str) -> None:
     fresh arguments, with a contract their callers must meet).""",
     """The C++ arithmetic cannot overflow for any input the binding accepts: a malformed or
     huge count is rejected by a comparison, never wrapped into a wrong page count.""",
-    cost=16,
-    rlimit=160_000_000,
+    cost=10,
+    rlimit=85_000_000,
 )
 def native_arithmetic_int64(p: Prover) -> None:
     p.core_first = RANGE_CORE_FIRST
@@ -432,8 +432,8 @@ def native_arithmetic_int64(p: Prover) -> None:
     [1, 2^31-1]. Unbounded, in Int-range form, proved compositionally as above.""",
     """A 32-bit port of the closed forms is safe once counts are limited to int32: the
     round-up never forms a + b - 1.""",
-    cost=9,
-    rlimit=31_000_000,
+    cost=2,
+    rlimit=4_900_000,
 )
 def closed_forms_int32(p: Prover) -> None:
     p.core_first = RANGE_CORE_FIRST

@@ -250,8 +250,8 @@ def routed(p: Prover) -> None:
     """No counter, index or sum on the acquire, reclaim, free, decode and prefix paths can
     wrap inside the documented limits; the exceptions (lifetime statistics counters) are
     named as assumptions.""",
-    cost=9,
-    rlimit=37_000_000,
+    cost=1,
+    rlimit=2_000_000,
 )
 def native_hot_paths(p: Prover) -> None:
     p.core_first = RANGE_CORE_FIRST

@@ -258,7 +258,7 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
     """Admission for a multi-group request is one comparison: summed need against free pages;
     a coordinator acquire never leaves some groups grown and others not.""",
     cost=8,
-    rlimit=8_300_000,
+    rlimit=8_400_000,
 )
 def coordinator_all_or_nothing(p: Prover) -> None:
     L, k1, k2, k3 = ints("L k1 k2 k3")
