@@ -119,6 +119,10 @@ def test_verify_mutants_passes_when_every_variant_is_killed(
     assert m["variants"]["acquire-before-check"]["killed_by"] == ["acquire-all-or-nothing-bounded"]
     assert "live-tail-hole-never-read" in m["variants"]["live-off-by-one"]["killed_by"]
     assert m["traces"]  # every kill left a replayable trace
+    # The run's CPU counts the variant runs too (the campaign did not run).
+    assert m["cpu_seconds"] > 0
+    theorems = sum(t["cpu_seconds"] for t in report["theorems"])
+    assert report["cpu_seconds"] == pytest.approx(theorems + m["cpu_seconds"], abs=0.01)
 
 
 def test_verify_reports_a_campaign_that_cannot_run_as_a_failure(

@@ -213,7 +213,8 @@ def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress)
             "missed": missed,
             "survived": survived,
         }
-    return {"variants": variants, "matrix": matrix, "traces": traces, "ok": ok}
+    cpu = round(sum(r.get("cpu_seconds") or 0.0 for r in results), 3)
+    return {"variants": variants, "matrix": matrix, "traces": traces, "ok": ok, "cpu_seconds": cpu}
 
 
 def _is_kill(verdict: str, expected: str) -> bool:
@@ -420,9 +421,11 @@ def verify_main(argv: Sequence[str]) -> int:
     ok = ok and report.get("mutants", {"ok": True})["ok"]
     report["ok"] = ok
     report["seconds"] = round(time.monotonic() - t0, 3)
-    # CPU of the theorem processes and the campaign: the run's cost on an idle machine.
+    # CPU of the theorem processes, the campaign and any variant runs: the run's cost on an
+    # idle machine.
     cpu = [r.get("cpu_seconds") or 0.0 for r in report["theorems"]]
     cpu.append(report["differential"].get("cpu_seconds", 0.0))
+    cpu.append(report.get("mutants", {}).get("cpu_seconds", 0.0))
     report["cpu_seconds"] = round(sum(cpu), 3)
     _print_tables(console, report)
     try:
