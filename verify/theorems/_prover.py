@@ -46,8 +46,10 @@ SMALL = 64
 SMALL_SEARCH_RLIMIT = 5_000_000
 """Resource units of that search (it only looks for a counterexample: "none found" is fine)."""
 CORE_FIRST = 20_000
-"""Units the SMT core alone may spend on a query looking for a model (a vacuity check, an
-exhibit) before the full strategy takes it."""
+"""Units the SMT core alone may spend on a query before the full strategy takes it: on every
+query looking for a model (a vacuity check, an exhibit) and on every query of the range
+theorems, which are linear or nearly so around 64-bit constants (the full strategy's
+bit-blasting attempt spends millions of units on them before the core decides them)."""
 DEFAULT_RLIMIT = 100_000_000
 """Budget of a theorem that does not set its own (``livetail rlimits`` measures them)."""
 

@@ -22,7 +22,7 @@ from livetail.spec import geometry as geo
 
 from ..z3arith import Z3, BVArith, Obligation, RangeArith, Tracked, Tracker
 from ._common import Geometry, count_bounds_lemma, needed_bounds_lemma
-from ._prover import Prover, Step, StepFailed, model_values
+from ._prover import CORE_FIRST, Prover, Step, StepFailed, model_values
 from ._registry import theorem
 
 I32 = 2**31 - 1
@@ -30,10 +30,6 @@ I64 = 2**63 - 1
 BV64_RLIMIT = 40_000_000
 """Z3 resource units the bit-vector mirror may search for a wrap (Int-range form gives the
 verdict)."""
-RANGE_CORE_FIRST = 20_000
-"""Units Z3's SMT core tries each range query alone first (``Query.core_first``): these
-queries are linear or nearly so around 64-bit constants, which the full strategy's
-bit-blasting attempt spends millions of units on before the core decides them."""
 RANGES = {"int64": (-(2**63), I64), "int32": (-(2**31), I32)}
 
 
@@ -414,7 +410,7 @@ def range_proof(p: Prover, live: bool, lim: int, width: str) -> None:
     rlimit=85_000_000,
 )
 def native_arithmetic_int64(p: Prover) -> None:
-    p.core_first = RANGE_CORE_FIRST
+    p.core_first = CORE_FIRST
     for live in (True, False):
         range_proof(p, live, I64, "int64")
     if p.quick:
@@ -436,7 +432,7 @@ def native_arithmetic_int64(p: Prover) -> None:
     rlimit=4_900_000,
 )
 def closed_forms_int32(p: Prover) -> None:
-    p.core_first = RANGE_CORE_FIRST
+    p.core_first = CORE_FIRST
     a, b = z3.Ints("a b")
     tr = Tracker(label="ceil_div(a, b)")
     ar = RangeArith(tr)

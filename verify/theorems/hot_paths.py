@@ -26,10 +26,10 @@ from livetail.spec import geometry as geo
 
 from ..z3arith import Z3, RangeArith, Tracked, Tracker
 from . import _sites, _sites_coordinator
-from ._prover import Prover, Step, StepFailed, model_values
+from ._prover import CORE_FIRST, Prover, Step, StepFailed, model_values
 from ._registry import theorem
 from ._sites import CONSTANTS, Site
-from .arith import I32, RANGE_CORE_FIRST, check_obligations, inputs, plain
+from .arith import I32, check_obligations, inputs, plain
 
 SITES: list[Site] = [*_sites.SITES, *_sites_coordinator.SITES]
 
@@ -254,7 +254,7 @@ def routed(p: Prover) -> None:
     rlimit=2_000_000,
 )
 def native_hot_paths(p: Prover) -> None:
-    p.core_first = RANGE_CORE_FIRST
+    p.core_first = CORE_FIRST
     routed(p)
     n, r, g = z3.Ints("n r g")
     # decode_step's check, by division, means len(tables) == requests * groups.
