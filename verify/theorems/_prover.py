@@ -144,9 +144,14 @@ class Query:
         return self._reason
 
 
+def _smt(ctx: z3.Context | None) -> Any:
+    """The tactic of Z3's SMT core after ``simplify``."""
+    return z3.Then(z3.With("simplify", ctx=ctx, som=True), "smt", ctx=ctx)
+
+
 def core(ctx: z3.Context | None = None) -> z3.Solver:
-    """Z3's SMT core after ``simplify`` (what ``solver()`` falls back to after bit-blasting)."""
-    return z3.Then(z3.With("simplify", ctx=ctx, som=True), "smt", ctx=ctx).solver()
+    """Z3's SMT core alone (what ``solver()`` falls back to after bit-blasting)."""
+    return _smt(ctx).solver()
 
 
 def solver(ctx: z3.Context | None = None) -> z3.Solver:
@@ -189,8 +194,7 @@ def solver(ctx: z3.Context | None = None) -> z3.Solver:
         z3.OrElse(blast, "skip", ctx=ctx),
         "fail-if-undecided",
     )
-    smt = then(use("simplify", som=True), "smt")
-    return then(preamble, z3.OrElse(bit_blasting, smt, ctx=ctx)).solver()
+    return then(preamble, z3.OrElse(bit_blasting, _smt(ctx), ctx=ctx)).solver()
 
 
 class StepFailed(Exception):
