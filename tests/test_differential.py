@@ -137,7 +137,9 @@ def test_a_prefix_cache_divergence_is_caught_with_the_naming_op_in_its_trace(
     )
     assert result.trace_path is not None, "a page kept its name after eviction, unnoticed"
     trace = load_trace(result.trace_path)
-    assert trace["observed"]["properties"] == ["agree"]
+    # The sides disagree; section 12's oracle (names per page) may see the kept name too.
+    assert "agree" in trace["observed"]["properties"]
+    assert set(trace["observed"]["properties"]) <= {"agree", "names"}
     ops = [op["op"] for op in trace["ops"]]
     assert "cache" in ops  # a page must be named before its eviction can go wrong
     assert len(ops) <= 4
