@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .machine_oracle import Shape
+from .pages import COUNTS, QUEUE, Runs, shown
 from .trace import Geometry
 
 # --- implementations ------------------------------------------------------------------
@@ -99,8 +100,8 @@ class TableState:
 class PoolState:
     num_free: int
     num_pinned: int
-    queue: tuple[int, ...]
-    refs: tuple[int, ...]
+    queue: Runs  # the free queue, head first (kept as runs: cost follows the pages used)
+    refs: Runs  # every page's reference count, page 0 included
     cached: int = -1  # pages carrying a prefix-cache name (-1: no prefix caching)
     cached_free: int = -1
 
@@ -120,7 +121,15 @@ class State:
 
 
 def _ints(values: Iterable[Any]) -> tuple[int, ...]:
+    if hasattr(values, "tolist"):  # a numpy array: one C-level conversion
+        return tuple(values.tolist())
     return tuple(int(v) for v in values)
+
+
+def read_pool(p: Any) -> tuple[Runs, Runs]:
+    """A pool's free queue and reference counts, as runs."""
+    return Runs.of(p.free_queue(), QUEUE), Runs.of(p.ref_counts(), COUNTS)
+
 
 
 def read_table(t: Any, pool: Any, other_pool: Any) -> TableState:
@@ -187,6 +196,12 @@ CLAIMED = -1
 # --- one implementation's world -------------------------------------------------------
 
 
+def other_pool_size(geometry: Geometry) -> int:
+    """The pool size of the coordinators the foreign-pool abuses use."""
+    return max(min(geometry.num_blocks, 64), len(geometry.groups) + 1)
+
+
+
 class Side:
     """One implementation's pool, coordinator and tables, plus the shadow the checks need."""
 
@@ -203,8 +218,9 @@ class Side:
         self.coord = m.Coordinator(specs, self.pool)
         self.managers = list(self.coord.managers)
         # Another pool and coordinator over it: the target of foreign-pool abuses.
-        # Room for one page per group, so a one-token acquire there always binds a table.
-        self.other_pool = m.BlockPool(max(geometry.num_blocks, len(geometry.groups) + 1))
+        # Room for one page per group, so a one-token acquire there always binds a table
+        # (and no larger than it needs: a trace's pool may be huge).
+        self.other_pool = m.BlockPool(other_pool_size(geometry))
         self.other_coord = m.Coordinator(specs, self.other_pool)
         self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
         # Read the pool's name counts (set by Lockstep when every side has section 8).
@@ -220,8 +236,7 @@ class Side:
             PoolState(
                 int(p.num_free),
                 int(p.num_pinned),
-                _ints(p.free_queue()),
-                _ints(p.ref_counts()),
+                *read_pool(p),
                 int(p.num_cached) if self.read_names else -1,
                 int(p.num_cached_free) if self.read_names else -1,
             ),
@@ -263,9 +278,9 @@ def state_diff(a: State, b: State) -> list[str]:
     if a.pool != b.pool:
         out.append(f"pool {a.pool.compact()} vs {b.pool.compact()}")
         if a.pool.queue != b.pool.queue:
-            out.append(f"free queue {list(a.pool.queue)} vs {list(b.pool.queue)}")
+            out.append(f"free queue {shown(a.pool.queue)} vs {shown(b.pool.queue)}")
         if a.pool.refs != b.pool.refs:
-            out.append(f"ref_counts {list(a.pool.refs)} vs {list(b.pool.refs)}")
+            out.append(f"ref_counts {shown(a.pool.refs)} vs {shown(b.pool.refs)}")
         if (a.pool.cached, a.pool.cached_free) != (b.pool.cached, b.pool.cached_free):
             out.append(
                 f"num_cached/num_cached_free {a.pool.cached}/{a.pool.cached_free} vs "
