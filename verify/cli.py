@@ -172,8 +172,9 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
     progress.update(task, completed=2 * examples, total=2 * examples)
     out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
     out["cpu_seconds"] = round(time.thread_time() - c0, 3)  # this thread runs the campaign
-    if "host_examples" in res:
-        out["host_examples"] = res["host_examples"]
+    for k in ("host_examples", "steps", "host_steps"):
+        if k in res:
+            out[k] = res[k]
     out["ok"] = not res.get("failures")
     return out
 
@@ -264,8 +265,9 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
         else:
             verdict = "[bold red]divergence[/]"
         host = f" + {d['host_examples']} host-tier" if "host_examples" in d else ""
+        steps = f", {d['steps'] + d['host_steps']} steps" if "steps" in d else ""
         t.add_row(
-            f"differential campaign ({d['examples']}{host} examples)",
+            f"differential campaign ({d['examples']}{host} examples{steps})",
             "spec/native",
             verdict,
             "no divergence",
