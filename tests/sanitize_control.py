@@ -6,7 +6,8 @@ each test on its own under pytest, as the real tests run, and fails unless the r
 its log directory: proof that the instrumented module is the one imported and that pytest's
 output capture cannot hide a report. Each report's top frame must also name the function
 (``livetail::control_read_past_the_end()``, ``livetail::control_signed_overflow()``) and
-its ``native/python/sanitize_control.cpp:LINE``: the sanitized module keeps its symbols.  The file name keeps it out of the default test run.
+its ``native/python/sanitize_control.cpp:LINE``: the sanitized module keeps its symbols.
+The file name keeps it out of the default test run.
 """
 
 from __future__ import annotations

@@ -235,6 +235,22 @@ def _label(verdict: str) -> str:
     return {"witness": "witness found"}.get(verdict, verdict)
 
 
+def _unwritable(path: Path) -> str:
+    """'' if the report can be written at `path` (tried by opening it to append), else why.
+
+    Creates the missing parent folders, as writing the report would; leaves no new file."""
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    if not existed:
+        path.unlink()
+    return ""
+
+
 def _print_tables(console: Console, report: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -344,6 +360,10 @@ def verify_main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     if args.timeout <= 0 or args.jobs < 1 or (args.examples is not None and args.examples < 0):
         err.print("livetail verify: --timeout must be > 0, --jobs >= 1, --examples >= 0")
+        return EXIT_USAGE
+    unwritable = _unwritable(args.report)
+    if unwritable:  # found now, not after a run of many minutes
+        err.print(f"livetail verify: cannot write the report {args.report}: {unwritable}")
         return EXIT_USAGE
     examples = args.examples
     if examples is None:
