@@ -5,6 +5,7 @@ module, so one program can drive either and compare them step by step.
 """
 
 from . import geometry
+from .batch import page_ids_batch
 from .coordinator import Coordinator, GroupSpec
 from .host import HostPool, LoadPlan, OffloadPlan
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager
@@ -27,5 +28,6 @@ __all__ = [
     "StateManager",
     "StepPlan",
     "geometry",
+    "page_ids_batch",
     "page_keys",
 ]
