@@ -9,6 +9,7 @@ reproduced, with the verdict line) or 2 (a usage error, with a ``livetail replay
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -175,15 +176,13 @@ def test_hostile_trace_is_a_usage_error_before_anything_runs(data: bytes, messag
 
 
 def test_a_pool_of_2_to_the_20_pages_replays_an_honest_trace() -> None:
-    ops = [
-        {"op": "admit", "request": 0, "chunk": 17, "reserve": 2},
-        {"op": "decode", "request": 0},
-        {"op": "acquire", "request": 1, "tokens": 300},
-        {"op": "reclaim", "request": 0, "frontier": 20},
-        {"op": "free", "request": 0},
-        {"op": "free", "request": 1},
-    ]
-    code, out, err = replay_bounded(_trace(2**20, ops))
+    """The trace benchmarks/bench_replay.py times, at 2**20 pages: exit 0."""
+    path = Path(__file__).parent.parent / "benchmarks" / "bench_replay.py"
+    loader = importlib.util.spec_from_file_location("bench_replay", path)
+    assert loader is not None and loader.loader is not None
+    bench = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(bench)
+    code, out, err = replay_bounded(json.dumps(bench.trace(2**20)).encode())
     assert code == 0, err
     assert "OK: 6 step(s), spec and native agree" in out
 
