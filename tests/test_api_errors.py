@@ -291,7 +291,7 @@ CONSTRUCTOR_ERRORS: list[tuple[Callable[[Any], Any], str]] = [
     (lambda m: m.GroupSpec("sliding", 4, "w"), "sliding_window"),
     (lambda m: m.GroupSpec("sliding", 4, 4, "x"), "live_tail_alloc"),
     (lambda m: m.Coordinator("x", m.BlockPool(8)), "specs"),
-    (lambda m: m.Coordinator([m.GroupSpec("full", 4), 3], m.BlockPool(8)), r"specs\[i\]|specs\[1\]"),
+    (lambda m: m.Coordinator([m.GroupSpec("full", 4), 3], m.BlockPool(8)), r"specs\[(i|1)\]"),
     (lambda m: m.Coordinator([m.GroupSpec("full", 4)], "x"), "pool"),
     (lambda m: m.Coordinator([m.GroupSpec("full", 4)], m.HostPool(8)), "pool"),
     (lambda m: m.Coordinator([m.GroupSpec("full", 4)], m.BlockPool(8), "h"), "host"),

@@ -275,6 +275,7 @@ def test_workload_plot_options_are_checked_before_the_run(
     assert not png.exists()
 
 
-def test_pyproject_has_the_plot_extra() -> None:
+def test_pyproject_has_the_plot_extra_the_readme_names() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     assert 'plot = ["matplotlib>=3.5"]' in text
+    assert "needs matplotlib, `pip install 'livetail[plot]'`" in (ROOT / "README.md").read_text()
