@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import random
 import time
 from dataclasses import dataclass, field
@@ -403,6 +404,9 @@ def host_table(lt: Any, w: Workload, pools: list[int], factors: list[int]) -> No
         )
 
 
+DEFAULT_POOLS = [200, 300, 400, 1200, 1800, 3000]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -425,6 +429,13 @@ def main() -> None:
     ap.add_argument("--plot", help="write a PNG of pinned pages over steps to this path")
     ap.add_argument("--plot-pool", type=int, default=1800, help="pool size of the plot")
     args = ap.parse_args()
+    if args.plot:  # checked before the run, not after it
+        if args.host:
+            ap.error("--plot draws the device-only table; it does not combine with --host")
+        if args.plot_pool not in (args.num_blocks or DEFAULT_POOLS):
+            ap.error(f"--plot-pool {args.plot_pool} is not one of the pool sizes run")
+        if importlib.util.find_spec("matplotlib") is None:
+            ap.error("--plot needs matplotlib: pip install 'livetail[plot]'")
     lt = importlib.import_module("livetail" if args.impl == "native" else "livetail.spec")
     w = Workload(requests=args.requests)
     print(
@@ -435,7 +446,7 @@ def main() -> None:
     if args.host:
         host_table(lt, w, args.num_blocks or [400, 1200], args.host)
         return
-    args.num_blocks = args.num_blocks or [200, 300, 400, 1200, 1800, 3000]
+    args.num_blocks = args.num_blocks or DEFAULT_POOLS
     print(
         f"{'pool':>6} {'live tail':<10}{'retention':<10}{'steps':>7}{'preempted':>10}"
         f"{'recomputed':>11}{'hit rate':>9}{'peak pages':>11}{'rejected':>9}{'seconds':>8}"

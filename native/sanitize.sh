@@ -29,8 +29,10 @@ fi
 echo "== sanitize: build (LIVETAIL_SANITIZE=ON, $work)"
 rm -rf "$work/site" "$logs"
 mkdir -p "$logs"
+# install.strip=false: scikit-build-core strips on install, which would drop the symbols
+# and debug lines the reports name (the module itself is built with NOSTRIP and -g).
 "$py" -m pip install --quiet --no-deps --target "$work/site" . \
-  -Ccmake.define.LIVETAIL_SANITIZE=ON -Cbuild-dir="$work/cmake"
+  -Ccmake.define.LIVETAIL_SANITIZE=ON -Cinstall.strip=false -Cbuild-dir="$work/cmake"
 work="$(cd "$work" && pwd)"
 logs="$work/logs"
 
@@ -58,26 +60,37 @@ show() {  # show DIR: print every report in DIR
   done
 }
 
-echo "== sanitize: controls (each must be reported)"
-control() {  # control TEST PATTERN: the test must fail and leave a report matching PATTERN
-  local dir="$logs/control-$1"
+echo "== sanitize: controls (each must be reported, readably)"
+control() {  # control TEST PATTERN...: the test must fail and leave a report matching each
+  local dir="$logs/control-$1" test="$1" pattern
+  shift
   if sanitized "$dir" "$py" -m pytest -q -p no:cacheprovider --capture=sys \
-    "tests/sanitize_control.py::$1" >"$dir.out" 2>&1; then
-    echo "control $1 passed: the bad access was not caught"
+    "tests/sanitize_control.py::$test" >"$dir.out" 2>&1; then
+    echo "control $test passed: the bad access was not caught"
     cat "$dir.out"
     return 1
   fi
-  if ! grep -qs -- "$2" "$dir"/* "$dir.out"; then
-    echo "control $1: no report matching '$2' in $dir (is the sanitized module in use?)"
-    cat "$dir.out"
-    show "$dir"
-    return 1
-  fi
-  echo "control $1: caught, report in $dir:"
-  cat "$dir"/* "$dir.out" 2>/dev/null | grep -m1 -- "$2" || true
+  for pattern in "$@"; do
+    if ! grep -qs -- "$pattern" "$dir"/* "$dir.out"; then
+      echo "control $test: no report line matching '$pattern' in $dir"
+      echo "(no report: is the sanitized module in use? no function or file:line: stripped?)"
+      cat "$dir.out"
+      show "$dir"
+      return 1
+    fi
+  done
+  echo "control $test: caught, report in $dir:"
+  for pattern in "$@"; do
+    cat "$dir"/* "$dir.out" 2>/dev/null | grep -m1 -- "$pattern" || true
+  done
 }
-control test_heap_read_past_the_end_is_reported "AddressSanitizer: heap-buffer-overflow"
-control test_signed_integer_overflow_is_reported "runtime error: signed integer overflow"
+# Each report must name the kind, and its top frame the function and file:line of the bad
+# access (a stripped module gives only "(_core.abi3.so+0x...)").
+control test_heap_read_past_the_end_is_reported "AddressSanitizer: heap-buffer-overflow" \
+  "#0 0x[0-9a-f]* in livetail::control_read_past_the_end() .*native/python/sanitize_control.cpp:[0-9]"
+control test_signed_integer_overflow_is_reported \
+  "native/python/sanitize_control.cpp:[0-9]*:[0-9]*: runtime error: signed integer overflow" \
+  "#0 0x[0-9a-f]* in livetail::control_signed_overflow() .*native/python/sanitize_control.cpp:[0-9]"
 
 echo "== sanitize: tests ($*)"
 status=0

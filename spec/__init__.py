@@ -5,6 +5,7 @@ module, so one program can drive either and compare them step by step.
 """
 
 from . import geometry
+from .batch import page_ids_batch
 from .coordinator import Coordinator, GroupSpec
 from .detach import DetachedTables
 from .host import HostPool, LoadPlan, OffloadPlan
@@ -29,5 +30,6 @@ __all__ = [
     "StateManager",
     "StepPlan",
     "geometry",
+    "page_ids_batch",
     "page_keys",
 ]

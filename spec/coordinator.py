@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from . import batch as _batch
 from . import geometry as geo
 from . import runs
 from ._args import bounded, count, instance
@@ -208,6 +209,12 @@ class Coordinator:
             self._pinned[g] -= back
             total += back
         return total
+
+    def decode_step(
+        self, requests: Sequence[Sequence[BlockTable]], num_computed_tokens: Sequence[int]
+    ) -> tuple[int, int]:
+        """One decode token for many requests, then each one's reclaim (spec/batch.py)."""
+        return _batch.decode_step(self, requests, num_computed_tokens)
 
     def free(self, tables: Sequence[BlockTable]) -> None:
         ts = self._check_tables(tables)

@@ -4,7 +4,10 @@ Each test makes one known bad access through ``_core._sanitizer_control`` (compi
 into sanitizer builds); the sanitizer must report it and abort the run.  The script runs
 each test on its own under pytest, as the real tests run, and fails unless the report is in
 its log directory: proof that the instrumented module is the one imported and that pytest's
-output capture cannot hide a report.  The file name keeps it out of the default test run.
+output capture cannot hide a report. Each report's top frame must also name the function
+(``livetail::control_read_past_the_end()``, ``livetail::control_signed_overflow()``) and
+its ``native/python/sanitize_control.cpp:LINE``: the sanitized module keeps its symbols.
+The file name keeps it out of the default test run.
 """
 
 from __future__ import annotations

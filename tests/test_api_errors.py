@@ -277,3 +277,31 @@ def test_numpy_bool_frontier_in_a_decode_step_is_rejected() -> None:
     with pytest.raises(TypeError, match="num_computed_tokens"):
         coord.decode_step([tables], [np.True_])
     assert state(pool, *tables) == before
+
+
+CONSTRUCTOR_ERRORS: list[tuple[Callable[[Any], Any], str]] = [
+    (lambda m: m.BlockPool("x"), "num_blocks"),
+    (lambda m: m.BlockPool(8, retention="x"), "retention"),
+    (lambda m: m.BlockPool(8, retention=1), "retention"),
+    (lambda m: m.BlockPool(8, events="yes"), "events"),
+    (lambda m: m.HostPool("x"), "num_blocks"),
+    (lambda m: m.HostPool(8, events="x"), "events"),
+    (lambda m: m.GroupSpec(3, 4), "kind"),
+    (lambda m: m.GroupSpec("full", "x"), "block_size"),
+    (lambda m: m.GroupSpec("sliding", 4, "w"), "sliding_window"),
+    (lambda m: m.GroupSpec("sliding", 4, 4, "x"), "live_tail_alloc"),
+    (lambda m: m.Coordinator("x", m.BlockPool(8)), "specs"),
+    (lambda m: m.Coordinator([m.GroupSpec("full", 4), 3], m.BlockPool(8)), r"specs\[(i|1)\]"),
+    (lambda m: m.Coordinator([m.GroupSpec("full", 4)], "x"), "pool"),
+    (lambda m: m.Coordinator([m.GroupSpec("full", 4)], m.HostPool(8)), "pool"),
+    (lambda m: m.Coordinator([m.GroupSpec("full", 4)], m.BlockPool(8), "h"), "host"),
+]
+
+
+@pytest.mark.parametrize(("make", "name"), CONSTRUCTOR_ERRORS)
+def test_constructor_type_errors_name_the_argument(
+    impl: ModuleType, make: Callable[[Any], Any], name: str
+) -> None:
+    with pytest.raises(TypeError, match=name) as e:
+        make(impl)
+    assert "incompatible function arguments" not in str(e.value)

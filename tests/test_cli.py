@@ -315,3 +315,24 @@ def test_a_native_name_without_the_native_module_raises_import_error_naming_it()
     assert out.stdout.startswith(
         "livetail.BlockPool needs the native module livetail._core, which cannot be imported: "
     )
+
+
+def test_verify_unwritable_report_is_a_usage_error_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report path under a regular file cannot be written: exit 2 before anything runs."""
+    from livetail.verify import runner
+
+    def no_run(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a theorem ran although the report cannot be written")
+
+    monkeypatch.setattr(runner, "run_theorems", no_run)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = cli.main(["verify", "--quick", "--only", FAST, "--report", str(blocker / "r.json")])
+    assert code == cli.EXIT_USAGE
+    err = "".join(capsys.readouterr().err.split())  # the console may wrap a long path
+    assert f"livetailverify:cannotwritethereport{blocker / 'r.json'}:" in err
+    # A writable path is left as it was found: no report file before the run ends.
+    ok = tmp_path / "new" / "r.json"
+    assert cli._unwritable(ok) == "" and not ok.exists()

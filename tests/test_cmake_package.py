@@ -62,6 +62,7 @@ def test_consumer_by_find_package_after_cmake_install(tmp_path: Path) -> None:
     libdir = next(p.split("/")[0] for p in installed if p.endswith("liblivetail_core.a"))
     assert {
         "include/livetail/coordinator.h",
+        "include/livetail/livetail.h",
         "include/livetail/pool.h",
         f"{libdir}/liblivetail_core.a",
         f"{libdir}/cmake/livetail/livetailConfig.cmake",
@@ -71,3 +72,13 @@ def test_consumer_by_find_package_after_cmake_install(tmp_path: Path) -> None:
     _run(cmake, "-S", CONSUMER, "-B", app_build, f"-DCMAKE_PREFIX_PATH={prefix}")
     _run(cmake, "--build", app_build)
     assert _run(app_build / "consumer") == EXPECTED
+
+
+def test_umbrella_header_includes_every_public_header() -> None:
+    include = ROOT / "native" / "include" / "livetail"
+    headers = sorted(p.name for p in include.glob("*.h") if p.name != "livetail.h")
+    umbrella = (include / "livetail.h").read_text()
+    assert [f'#include "livetail/{h}"' for h in headers] == [
+        line for line in umbrella.splitlines() if line.startswith("#include")
+    ]
+    assert "#include <livetail/livetail.h>" in (CONSUMER / "main.cpp").read_text()

@@ -70,6 +70,8 @@ def test_run_campaign_reports_its_budget_and_calls_progress_up_to_it(tmp_path: P
     }
     assert report["failure"] is None
     assert report["seconds"] > 0
+    # Ops run over every example Hypothesis ran (the campaign's size): at least one each.
+    assert report["steps"] >= 5 and report["host_steps"] >= 5
     # One call per machine run, clamped to each machine's budget: the device machine's 1 to
     # 5, then the host machine's counted after them, 6 to 10, out of 10.
     assert sorted(set(seen)) == [(n, 10) for n in range(1, 11)]

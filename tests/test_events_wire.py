@@ -245,3 +245,16 @@ def test_a_router_rebuilds_the_pools_names_from_the_wire() -> None:
             assert index.gaps == []
         finally:
             sub.close(linger=0)
+
+
+@pytest.mark.parametrize("missing", ["zmq", "msgpack"])
+def test_publisher_without_the_events_extra_says_how_to_install_it(
+    missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(__import__("sys").modules, missing, None)  # as if not installed
+    package = {"zmq": "pyzmq"}.get(missing, missing)
+    with pytest.raises(ImportError, match=rf"needs {package} .*pip install 'livetail\[events\]'"):
+        KVEventPublisher("tcp://127.0.0.1:0", [spec.GroupSpec("full", 4)])
+    if missing == "msgpack":
+        with pytest.raises(ImportError, match=r"pip install 'livetail\[events\]'"):
+            encode_batch([])

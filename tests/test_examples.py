@@ -239,3 +239,43 @@ def test_readme_ten_line_example_runs_with_the_figures_it_states() -> None:
     assert [s for s, p in enumerate(ids) if p][:4] == [30, 31, 62, 63]  # type: ignore[call-overload]
     # After reclaim and free every page is back.
     assert ns["pool"].num_free == (1 << 16) - 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--plot-pool", "999"], "--plot-pool 999 is not one of the pool sizes run"),
+        (["--host", "2"], "--plot draws the device-only table"),
+        ([], "--plot needs matplotlib: pip install 'livetail[plot]'"),
+    ],
+    ids=["plot-pool-not-run", "plot-with-host", "no-matplotlib"],
+)
+def test_workload_plot_options_are_checked_before_the_run(
+    tmp_path: Path,
+    extra: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--plot is a usage error (exit 2, nothing run) without matplotlib or a pool to plot."""
+    script = str(ROOT / "benchmarks" / "workload.py")
+    png = tmp_path / "p.png"
+    argv = [script, "--num-blocks", "300", "--plot", str(png), "--plot-pool", "300", *extra]
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "matplotlib" else real(n, *a)
+    )
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(script, run_name="__main__")
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err
+    assert not png.exists()
+
+
+def test_pyproject_has_the_plot_extra_the_readme_names() -> None:
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'plot = ["matplotlib>=3.5"]' in text
+    assert "needs matplotlib, `pip install 'livetail[plot]'`" in (ROOT / "README.md").read_text()

@@ -95,7 +95,10 @@ def test_decode_step_returns_steps_and_reclaimed_pages() -> None:
     assert [t.num_real_pages for t in reqs[0]] == [16, 3, 1]
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint32, np.uint64])
+@pytest.mark.parametrize(
+    "dtype",
+    [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64],
+)
 def test_decode_step_reads_numpy_frontiers_like_a_list(dtype: Any) -> None:
     twin = Twin(2**12, [100, 300, 555])
     (pa, ca, ra), (pb, cb, rb) = twin.sides
@@ -131,6 +134,10 @@ def test_decode_step_with_bad_arguments_raises_and_changes_nothing() -> None:
     w.check(TypeError, r, [100, 100, 1.5], match="num_computed_tokens")
     w.check(TypeError, r, [100, 100, True], match="num_computed_tokens")
     w.check(TypeError, r, np.array([1, 1, 1], dtype=np.float64), match="num_computed_tokens")
+    w.check(TypeError, r, np.array([1, 1, 1], dtype=np.float16), match="num_computed_tokens")
+    w.check(TypeError, r, np.array([1, 1, 1], dtype=np.complex64), match="num_computed_tokens")
+    w.check(ValueError, r, np.array([1, 1, -1], dtype=np.int8), match="num_computed_tokens")
+    w.check(ValueError, r, np.array([1, 1, 102], dtype=np.uint8), match="num_computed_tokens")
     w.check(TypeError, r, np.array([True, True, True]), match="num_computed_tokens")
     w.check(TypeError, r, np.zeros((3, 1), dtype=np.int64), match="num_computed_tokens")
     w.check(ValueError, r, np.array([1, 1, -1], dtype=np.int64), match="num_computed_tokens")

@@ -45,6 +45,7 @@ class DifferentialResult:
     failure: str | None = None
     trace: dict[str, Any] | None = None
     trace_path: Path | None = None
+    steps: int = 0  # ops run over every example
 
     @property
     def failed(self) -> bool:
@@ -123,7 +124,7 @@ def run_differential(
             world, _ = run_trace(small, impls)
             trace = world.to_trace(origin, variant) if world.failure else sink.last
     result = DifferentialResult(
-        min(sink.examples, examples), time.monotonic() - start, failure, trace
+        min(sink.examples, examples), time.monotonic() - start, failure, trace, steps=sink.steps
     )
     if trace is not None and traces_dir is not None:
         result.trace_path = write_trace(trace, traces_dir)
@@ -139,7 +140,8 @@ def run_campaign(
     """Spec against native for `examples` examples of the device machine, then as many of
     the host-tier machine; failing traces go to `traces_dir`.
 
-    Returns {"examples", "host_examples", "failures" (machines that failed), "traces",
+    Returns {"examples", "host_examples", "steps", "host_steps" (ops run, every example
+    of each machine), "failures" (machines that failed), "traces",
     "seconds", "implementations", "seed", "failure"}.  `progress` sees (done, 2 *
     examples), the host machine's examples counted after the device machine's.  Raises
     ``machine.NativeUnavailable`` when the native module cannot be imported.
@@ -170,6 +172,8 @@ def run_campaign(
     return {
         "examples": device.examples,
         "host_examples": host.examples,
+        "steps": device.steps,
+        "host_steps": host.steps,
         "failures": len(failures),
         "traces": [str(r.trace_path) for r in results if r.trace_path is not None],
         "seconds": round(device.seconds + host.seconds, 3),

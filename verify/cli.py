@@ -172,8 +172,9 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
     progress.update(task, completed=2 * examples, total=2 * examples)
     out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
     out["cpu_seconds"] = round(time.thread_time() - c0, 3)  # this thread runs the campaign
-    if "host_examples" in res:
-        out["host_examples"] = res["host_examples"]
+    for k in ("host_examples", "steps", "host_steps"):
+        if k in res:
+            out[k] = res[k]
     out["ok"] = not res.get("failures")
     return out
 
@@ -234,6 +235,22 @@ def _label(verdict: str) -> str:
     return {"witness": "witness found"}.get(verdict, verdict)
 
 
+def _unwritable(path: Path) -> str:
+    """'' if the report can be written at `path` (tried by opening it to append), else why.
+
+    Creates the missing parent folders, as writing the report would; leaves no new file."""
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    if not existed:
+        path.unlink()
+    return ""
+
+
 def _print_tables(console: Console, report: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -264,8 +281,9 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
         else:
             verdict = "[bold red]divergence[/]"
         host = f" + {d['host_examples']} host-tier" if "host_examples" in d else ""
+        steps = f", {d['steps'] + d['host_steps']} steps" if "steps" in d else ""
         t.add_row(
-            f"differential campaign ({d['examples']}{host} examples)",
+            f"differential campaign ({d['examples']}{host} examples{steps})",
             "spec/native",
             verdict,
             "no divergence",
@@ -342,6 +360,10 @@ def verify_main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     if args.timeout <= 0 or args.jobs < 1 or (args.examples is not None and args.examples < 0):
         err.print("livetail verify: --timeout must be > 0, --jobs >= 1, --examples >= 0")
+        return EXIT_USAGE
+    unwritable = _unwritable(args.report)
+    if unwritable:  # found now, not after a run of many minutes
+        err.print(f"livetail verify: cannot write the report {args.report}: {unwritable}")
         return EXIT_USAGE
     examples = args.examples
     if examples is None:

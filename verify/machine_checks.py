@@ -21,6 +21,7 @@ from .machine_oracle import (
 from .machine_plan import PLAN_OPS, check_plan_op
 from .machine_side import CLAIMED, Side, State, Verdict, state_diff
 from .machine_step import Query, SideStep
+from .pages import distinct_outside
 from .retention import check_release
 from .trace import Geometry, Op
 
@@ -342,16 +343,17 @@ class LockstepChecks:
             problems.append(
                 f"claim took {taken} free pages, blocks_consumed_by_claim said {f['consumed']}"
             )
-        extra = [0] * len(mid.pool.refs)
+        expected = mid.pool.refs.nonzero()  # sparse: the counts before plus the claim's
         for g, pg in enumerate(pages):
             t = s.after.table(r, g)
             for p in pg:
-                extra[p] += p != 0
+                if p != 0:
+                    expected[p] = expected.get(p, 0) + 1
             floor = self._resume_floor(g, len(pg))
             bound = (True, "pool") if pg else (False, "none")
             if (t.pages, t.tail, t.floor, (t.bound, t.bound_to)) != (tuple(pg), 0, floor, bound):
                 problems.append(f"g{g} claimed table {t.compact()}, expected {pg} floor {floor}")
-        if list(s.after.pool.refs) != [x + e for x, e in zip(mid.pool.refs, extra)]:
+        if len(s.after.pool.refs) != len(mid.pool.refs) or s.after.pool.refs.nonzero() != expected:
             problems.append("a claim did not add exactly one reference per matched slot")
         return [Verdict("claim", not problems, "; ".join(problems))]
 
@@ -366,29 +368,36 @@ class LockstepChecks:
         return [Verdict("usage-error", not problems, "; ".join(problems))]
 
     def _check_conservation(self, s: State) -> Verdict:
+        """Counts equal the slots holding each page; the queue is exactly the count-0 pages.
+
+        Sparse: it walks the tables' slots and the pool's runs, never every page id.
+        """
         nb = self.geometry.num_blocks
         problems: list[str] = []
-        holders = [0] * nb
+        holders: dict[int, int] = {}
         for p in s.held:  # references detached handles hold (section 12)
-            holders[p] += 1
+            holders[p] = holders.get(p, 0) + 1
         for row in s.tables:
             for t in row:
                 for p in t.pages:
                     if 0 < p < nb:
-                        holders[p] += 1
+                        holders[p] = holders.get(p, 0) + 1
                     elif p != 0:
                         problems.append(f"page id {p} out of range")
-        if len(s.pool.refs) != nb or s.pool.refs[0:1] != (0,):
-            problems.append(
-                f"ref_counts has {len(s.pool.refs)} entries, page 0 count {s.pool.refs[0:1]}"
-            )
-        wrong = [p for p in range(1, min(nb, len(s.pool.refs))) if s.pool.refs[p] != holders[p]]
+        refs = s.pool.refs
+        if len(refs) != nb or refs[0:1] != (0,):
+            problems.append(f"ref_counts has {len(refs)} entries, page 0 count {list(refs[0:1])}")
+        counted = {p: c for p, c in refs.nonzero().items() if 0 < p < nb}
+        wrong = sorted(p for p in {*counted, *holders} if counted.get(p, 0) != holders.get(p, 0))
         if wrong:
             p = wrong[0]
-            problems.append(f"page {p} count {s.pool.refs[p]} but {holders[p]} slots hold it")
-        zero = {p for p in range(1, min(nb, len(s.pool.refs))) if s.pool.refs[p] == 0}
-        if len(set(s.pool.queue)) != len(s.pool.queue) or set(s.pool.queue) != zero:
-            problems.append("free queue is not exactly the pages with count 0")
+            held = holders.get(p, 0)
+            problems.append(f"page {p} count {counted.get(p, 0)} but {held} slots hold it")
+        zero = min(nb, len(refs)) - 1 - len(counted)  # pages 1.. with count 0
+        queue_wrong = distinct_outside(s.pool.queue, 1, nb, list(counted))
+        if queue_wrong or len(s.pool.queue) != zero:
+            why = f" ({queue_wrong})" if queue_wrong else ""
+            problems.append(f"free queue is not exactly the pages with count 0{why}")
         if s.pool.num_free != len(s.pool.queue) or s.pool.num_free + s.pool.num_pinned != nb - 1:
             problems.append(
                 f"free {s.pool.num_free} + pinned {s.pool.num_pinned} != {nb - 1} "

@@ -8,11 +8,12 @@ step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .machine import Impl, Verdict, describe_op
+from .machine_side import read_pool
 from .machine_step import Verdicts
 from .trace import Geometry, Op
 
@@ -20,6 +21,8 @@ Content = tuple[Any, ...]
 
 
 def _ints(a: Any) -> list[int]:
+    if hasattr(a, "tolist"):  # a numpy array: one C-level conversion
+        return [int(x) for x in a.tolist()]
     return [int(x) for x in a]
 
 
@@ -75,8 +78,8 @@ class HostSide:
             pool,
             hp,
             m.Coordinator(specs, pool, hp),
-            m.Coordinator(specs, m.BlockPool(device)),
-            m.Coordinator(specs, m.BlockPool(device), m.HostPool(host)),
+            m.Coordinator(specs, m.BlockPool(min(device, 64))),
+            m.Coordinator(specs, m.BlockPool(min(device, 64)), m.HostPool(min(host, 64))),
             [[m.BlockTable() for _ in specs] for _ in range(geometry.num_requests)],
             [],
             [None] * geometry.num_requests,
@@ -91,11 +94,9 @@ class HostSide:
     def state(self) -> tuple[Any, ...]:
         p, h = self.pool, self.host
         return (
-            _ints(p.free_queue()),
-            _ints(p.ref_counts()),
+            *read_pool(p),
             int(p.num_cached),
-            _ints(h.free_queue()),
-            _ints(h.ref_counts()),
+            *read_pool(h),
             int(h.num_cached),
             [
                 [(_ints(t.page_ids()), int(t.tail_available), int(t.reclaim_floor)) for t in ts]
@@ -107,15 +108,15 @@ class HostSide:
     def summary(self, r: int) -> list[str]:
         """Replay's state lines: both pools, request r's tables, the pending plans."""
 
-        def queue(q: list[int]) -> str:
+        def queue(q: Sequence[int]) -> str:
             return " ".join(map(str, q[:12])) + (" ..." if len(q) > 12 else "")
 
         p, h = self.pool, self.host
         lines = [
             f"device free={int(p.num_free)} named={int(p.num_cached)} "
-            f"queue=[{queue(_ints(p.free_queue()))}]",
+            f"queue=[{queue(read_pool(p)[0])}]",
             f"host   free={int(h.num_free)} named={int(h.num_cached)} "
-            f"queue=[{queue(_ints(h.free_queue()))}]",
+            f"queue=[{queue(read_pool(h)[0])}]",
         ]
         for g, t in enumerate(self.tables[r]):
             ids = " ".join(str(x) if x else "." for x in _ints(t.page_ids()))

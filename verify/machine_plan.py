@@ -64,7 +64,7 @@ def apply_plan_op(world: Any, side: Any, op: dict[str, Any], facts: dict[str, An
     extents = {r: [int(t.extent) for t in side.tables[r]] for r in order}
     bad = op.get("bad", 0)
     if bad == 1:
-        dup = order[0] if order else op["first"]
+        dup = order[0] if order else op["first"] % world.geometry.num_requests
         if not order:
             requests.append((side.tables[dup], n))
         requests.append((side.tables[dup], 1))

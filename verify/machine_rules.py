@@ -60,6 +60,9 @@ class Recorder(Protocol):
 
     def to_trace(self, origin: str, variant: str | None = None) -> dict[str, Any]: ...
 
+    @property
+    def ops(self) -> list[Any]: ...
+
 
 class TraceSink:
     """Collects the trace of the last failing run (Hypothesis runs the shrunk example last)."""
@@ -69,10 +72,13 @@ class TraceSink:
         self.variant = variant
         self.last: dict[str, Any] | None = None
         self.examples = 0
+        self.steps = 0  # ops run over every example: what a campaign's size is counted in
         self.on_example: Callable[[int], None] | None = None
 
     def finished(self, world: Recorder | None) -> None:
         self.examples += 1
+        if world is not None:
+            self.steps += len(world.ops)
         if self.on_example is not None:
             self.on_example(self.examples)
         if world is not None and world.failure is not None:

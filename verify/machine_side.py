@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .machine_oracle import Shape
+from .pages import COUNTS, QUEUE, Runs, shown
 from .trace import Geometry
 
 # --- implementations ------------------------------------------------------------------
@@ -99,12 +100,13 @@ class TableState:
 class PoolState:
     num_free: int
     num_pinned: int
-    queue: tuple[int, ...]
-    refs: tuple[int, ...]
+    queue: Runs  # the free queue, head first (kept as runs: cost follows the pages used)
+    refs: Runs  # every page's reference count, page 0 included
     cached: int = -1  # pages carrying a prefix-cache name (-1: no prefix caching)
     cached_free: int = -1
-    # Each page's name, pool.name(p) (section 12), indexed by page id; () without prefix caching.
-    names: tuple[Any, ...] = ()
+    # (page, pool.name(page)) for every named page, ascending (section 12); () without prefix
+    # caching.
+    names: tuple[tuple[int, Any], ...] = ()
 
     def compact(self) -> str:
         q = " ".join(map(str, self.queue[:12])) + (" ..." if len(self.queue) > 12 else "")
@@ -124,7 +126,33 @@ class State:
 
 
 def _ints(values: Iterable[Any]) -> tuple[int, ...]:
+    if hasattr(values, "tolist"):  # a numpy array: one C-level conversion
+        return tuple(values.tolist())
     return tuple(int(v) for v in values)
+
+
+def read_pool(p: Any) -> tuple[Runs, Runs]:
+    """A pool's free queue and reference counts, as runs."""
+    return Runs.of(p.free_queue(), QUEUE), Runs.of(p.ref_counts(), COUNTS)
+
+
+
+def read_names(p: Any) -> tuple[tuple[int, Any], ...]:
+    """Every named page of a pool with its name, ascending by page id (section 12).
+
+    The pool's ``num_cached`` says how many pages carry a name, so the walk stops at the last
+    one: its cost follows the highest named page, not the pool's size, once the pages in use
+    are the low ids a fresh pool hands out first.
+    """
+    want = int(p.num_cached)
+    out: list[tuple[int, Any]] = []
+    page = 1
+    while len(out) < want and page < int(p.num_blocks):
+        name = p.name(page)
+        if name is not None:
+            out.append((page, name))
+        page += 1
+    return tuple(out)
 
 
 def read_table(t: Any, pool: Any, other_pool: Any) -> TableState:
@@ -191,6 +219,12 @@ CLAIMED = -1
 # --- one implementation's world -------------------------------------------------------
 
 
+def other_pool_size(geometry: Geometry) -> int:
+    """The pool size of the coordinators the foreign-pool abuses use."""
+    return max(min(geometry.num_blocks, 64), len(geometry.groups) + 1)
+
+
+
 class Side:
     """One implementation's pool, coordinator and tables, plus the shadow the checks need."""
 
@@ -207,8 +241,9 @@ class Side:
         self.coord = m.Coordinator(specs, self.pool)
         self.managers = list(self.coord.managers)
         # Another pool and coordinator over it: the target of foreign-pool abuses.
-        # Room for one page per group, so a one-token acquire there always binds a table.
-        self.other_pool = m.BlockPool(max(geometry.num_blocks, len(geometry.groups) + 1))
+        # Room for one page per group, so a one-token acquire there always binds a table
+        # (and no larger than it needs: a trace's pool may be huge).
+        self.other_pool = m.BlockPool(other_pool_size(geometry))
         self.other_coord = m.Coordinator(specs, self.other_pool)
         self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
         # Read the pool's name counts (set by Lockstep when every side has section 8).
@@ -228,11 +263,10 @@ class Side:
             PoolState(
                 int(p.num_free),
                 int(p.num_pinned),
-                _ints(p.free_queue()),
-                _ints(p.ref_counts()),
+                *read_pool(p),
                 int(p.num_cached) if self.read_names else -1,
                 int(p.num_cached_free) if self.read_names else -1,
-                tuple(p.name(i) for i in range(int(p.num_blocks))) if self.read_names else (),
+                read_names(p) if self.read_names else (),
             ),
             tuple(tuple(read_table(t, p, self.other_pool) for t in ts) for ts in self.tables),
             tuple(
@@ -280,12 +314,12 @@ def state_diff(a: State, b: State) -> list[str]:
     if a.pool != b.pool:
         out.append(f"pool {a.pool.compact()} vs {b.pool.compact()}")
         if a.pool.queue != b.pool.queue:
-            out.append(f"free queue {list(a.pool.queue)} vs {list(b.pool.queue)}")
+            out.append(f"free queue {shown(a.pool.queue)} vs {shown(b.pool.queue)}")
         if a.pool.refs != b.pool.refs:
-            out.append(f"ref_counts {list(a.pool.refs)} vs {list(b.pool.refs)}")
+            out.append(f"ref_counts {shown(a.pool.refs)} vs {shown(b.pool.refs)}")
         if a.pool.names != b.pool.names:
-            diff = [p for p, (x, y) in enumerate(zip(a.pool.names, b.pool.names)) if x != y]
-            out.append(f"names differ on pages {diff[:8]}")
+            diff = sorted(set(a.pool.names) ^ set(b.pool.names))
+            out.append(f"names differ: {diff[:8]}")
         if (a.pool.cached, a.pool.cached_free) != (b.pool.cached, b.pool.cached_free):
             out.append(
                 f"num_cached/num_cached_free {a.pool.cached}/{a.pool.cached_free} vs "

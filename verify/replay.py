@@ -5,8 +5,9 @@ state of the pool and the request's tables (once when the sides agree, per side 
 do not), and every property's verdict.  A host-tier trace (geometry ``host_blocks``) runs
 on ``machine_host.HostWorld``, data oracle included, and prints both pools and the plans.
 Exit status: 0 when every side agrees and every property holds on the whole trace, 1 when
-a divergence or a violation is reproduced, 2 for a usage error (unreadable trace, unknown
-variant, native module missing).
+a divergence or a violation is reproduced, 2 for a usage error (unreadable, non-UTF-8 or
+invalid trace, a size outside the limits of ``verify/trace_limits.py``, unknown variant,
+native module missing); every size is checked before anything runs.
 
 A trace records the wrong spec variant it was found against (``"variant"``), but replay
 runs the real spec unless ``--variant NAME`` is given: a trace of a fixed bug, or of a
@@ -33,6 +34,7 @@ from .machine import (
 )
 from .machine_host import HostStepReport, HostWorld, describe_outcome
 from .trace import TraceError, load_trace, trace_geometry
+from .trace_limits import check_limits
 
 PREFIX_OPS = frozenset({"cache", "claim"})
 
@@ -71,6 +73,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = _parser().parse_args(list(argv) if argv is not None else None)
     try:
         trace = load_trace(args.trace)
+        check_limits(trace)
     except TraceError as e:
         print(f"livetail replay: {e}", file=sys.stderr)
         return EXIT_USAGE

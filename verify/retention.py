@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .pages import same, shown
+
 
 def expected_queue(before: Sequence[int], released: Sequence[int], named: set[int]) -> list[int]:
     """The queue after `released` (release order) re-enter it, `named` ones at the back."""
@@ -20,15 +22,19 @@ def expected_queue(before: Sequence[int], released: Sequence[int], named: set[in
 
 
 def _splits(before: Sequence[int], after: Sequence[int]) -> list[int]:
-    """Every index i with after[i : i + len(before)] == before."""
+    """Every index i with after[i : i + len(before)] == before (len(after) - len(before) + 1
+    candidates: the pages released, not the pool, set the cost)."""
     n = len(before)
-    return [i for i in range(len(after) - n + 1) if list(after[i : i + n]) == list(before)]
+    return [i for i in range(len(after) - n + 1) if same(after[i : i + n], before)]
 
 
 def check_release(before: Sequence[int], after: Sequence[int], released: Sequence[int]) -> str:
-    """'' if `after` is `before` plus `released` placed by some naming; else what is wrong."""
-    if len(after) != len(before) + len(released) or sorted(after) != sorted([*before, *released]):
-        return f"queue {list(after)} is not the queue before plus the pages released {released}"
+    """'' if `after` is `before` plus `released` placed by some naming; else what is wrong.
+
+    A split found below places every released page once, so the queue holds exactly the
+    pages before plus those released."""
+    if len(after) != len(before) + len(released):
+        return f"queue {shown(after)} is not the queue before plus the pages released {released}"
     for i in _splits(before, after):
         front = list(after[:i])[::-1]
         back = list(after[i + len(before) :])
@@ -38,6 +44,6 @@ def check_release(before: Sequence[int], after: Sequence[int], released: Sequenc
         ]:
             return ""
     return (
-        f"queue {list(after)} is not (unnamed released pages, last first) + queue before + "
+        f"queue {shown(after)} is not (unnamed released pages, last first) + queue before + "
         f"(named released pages, in release order) for the release order {list(released)}"
     )

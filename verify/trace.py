@@ -234,7 +234,7 @@ def validate_op(index: int, op: object, geometry: Geometry) -> Op:
     if not isinstance(op, Mapping):
         raise TraceError(f"{where} must be an object, got {op!r}")
     name = op.get("op")
-    if name not in OP_FIELDS:
+    if not isinstance(name, str) or name not in OP_FIELDS:
         raise TraceError(f"{where}.op must be one of {sorted(OP_FIELDS)}, got {name!r}")
     host = geometry.host_blocks is not None
     if host and name not in HOST_OP_FIELDS:
@@ -387,14 +387,18 @@ def load_trace(path: Path | str) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise TraceError(f"cannot read trace {p}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{p} is not UTF-8 text: {e}") from None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (ValueError, RecursionError) as e:  # bad JSON, an integer too long, deep nesting
         raise TraceError(f"{p} is not valid JSON: {e}") from None
     try:
         return parse_trace(data)
     except TraceError as e:
         raise TraceError(f"{p}: {e}") from None
+    except RecursionError:  # `observed` nested past what a copy can walk
+        raise TraceError(f"{p}: nested too deeply") from None
 
 
 def trace_digest(trace: Mapping[str, Any]) -> str:

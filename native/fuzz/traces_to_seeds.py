@@ -1,6 +1,7 @@
 """Write the fuzz target's seed corpus: one input per trace in tests/traces, in the byte
 encoding of native/fuzz/README.md (geometry mapped to the target's small set of page sizes
-and windows, ops to the nearest call sequence the target decodes).
+and windows, ops to the nearest call sequence the target decodes), plus one seed per usage
+error the target checks and one of the full 256 calls (``extra_seeds``).
 
     python native/fuzz/traces_to_seeds.py [TRACES_DIR] [OUT_DIR]
 """
@@ -118,6 +119,68 @@ def encode(trace: dict[str, Any]) -> bytes:
     return bytes(out)
 
 
+# A geometry for the seeds below: 20 usable pages, a host pool of 8, full B=4 and sliding
+# B=2 W=5 with live tail (the header bytes of native/fuzz/README.md).
+SEED_HEADER = bytes([19, 1 | 8 << 2, 0 | 3 << 2, 0, 2 | 1 << 2, 4])
+BAD_CASES = 14  # op BAD: World::bad_call(a % 14), every usage error of the core
+HOST_BAD_CASE_COUNT = 7  # op HOST_BAD: World::host_misuse(a % 7)
+MAX_CALLS = 256  # the target reads at most this many calls
+
+
+def _calls(*calls: tuple[int, int, int, int]) -> bytes:
+    return b"".join(bytes(c) for c in calls)
+
+
+# A request with named, offloaded and evicted pages, a load pending and one ended: every
+# usage error below then has a state that reaches its check.
+_HISTORY = _calls(
+    (ACQUIRE, 0, 20, 0),
+    (CACHE, 0, 0, 0),
+    (OFFLOAD, 0, 0, 1),  # completed at once
+    (OFFLOAD, 0, 0, 0),  # stays pending
+    (END_OFFLOAD, 0, 0, 1),  # aborted: an ended plan
+    (FREE, 0, 0, 0),
+    (EVICT, 0, 20, 0),
+    (MATCH, 1, 0, 0x40),  # a claim with loads, completed at once
+    (ACQUIRE, 2, 6, 0),
+)
+
+
+def extra_seeds() -> dict[str, bytes]:
+    """Seeds no trace gives: one per usage error the core checks, and the longest input.
+
+    Live fuzzing reaches the usage errors only by chance; a kept seed makes every run (and
+    ctest's replay) start from each. The long seed holds the full 256 calls: many
+    evictions and offload/load cycles, a history the length control would not grow to.
+    """
+    out = {}
+    for k in range(BAD_CASES):
+        out[f"usage-error-{k:02d}.bin"] = SEED_HEADER + _HISTORY + _calls((BAD, 2, k, 0))
+    for k in range(HOST_BAD_CASE_COUNT):
+        out[f"host-usage-error-{k}.bin"] = SEED_HEADER + _HISTORY + _calls((HOST_BAD, 2, k, 0))
+    cycle = [
+        (ACQUIRE, 0, 9, 0),
+        (CACHE, 0, 0, 0),
+        (OFFLOAD, 0, 0, 1),
+        (ADMIT, 1, 5, 3),
+        (8, 0, 0, 0),  # decode_step over the three requests
+        (RECLAIM, 1, 0, 0),
+        (EVICT, 0, 12, 0),
+        (MATCH, 2, 0, 0x41),
+        (COMPLETE_LOAD, 2, 0, 0),
+        (12, 0, 1, 3),  # plan_step and apply_step
+        (FREE, 0, 0, 0),
+        (FREE, 2, 0, 0),
+        (BAD, 1, 0, 0),
+        (ACQUIRE, 1, 200, 0),
+        (FREE, 1, 0, 0),
+        (HOST_BAD, 0, 6, 0),
+    ]
+    calls = [cycle[i % len(cycle)] for i in range(MAX_CALLS)]
+    out["long-history-256-calls.bin"] = SEED_HEADER + _calls(*calls)
+    return out
+
+
 def main(argv: list[str]) -> int:
     root = Path(__file__).resolve().parents[2]
     traces = Path(argv[1]) if len(argv) > 1 else root / "tests" / "traces"
@@ -127,6 +190,9 @@ def main(argv: list[str]) -> int:
         name = "-".join(path.relative_to(traces).with_suffix("").parts) + ".bin"
         (out / name).write_bytes(encode(json.loads(path.read_text())))
         print(f"{path} -> {out / name}")
+    for name, data in extra_seeds().items():
+        (out / name).write_bytes(data)
+        print(f"(usage errors, long history) -> {out / name}")
     return 0
 
 

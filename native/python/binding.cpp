@@ -45,7 +45,9 @@ struct CountTag {};   // typing.SupportsIndex (None too where the default is Non
 struct StrTag {};     // str
 struct TablesTag {};  // list[BlockTable] | tuple[BlockTable, ...]
 struct AnyTag {};     // anything else checked by hand (typed in the stub by nb::sig)
+struct FlagTag {};    // bool (a Python bool only: as_flag names the argument otherwise)
 using Count = Raw<CountTag>;
+using Flag = Raw<FlagTag>;
 using Str = Raw<StrTag>;
 using Tables = Raw<TablesTag>;
 using Any = Raw<AnyTag>;
@@ -63,6 +65,8 @@ constexpr auto raw_name() {
     return const_name("typing.SupportsIndex");
   else if constexpr (std::is_same_v<Tag, StrTag>)
     return const_name("str");
+  else if constexpr (std::is_same_v<Tag, FlagTag>)
+    return const_name("bool");
   else if constexpr (std::is_same_v<Tag, TablesTag>)
     return const_name("list[") + make_caster<PyTable>::Name + const_name("] | tuple[") +
            make_caster<PyTable>::Name + const_name(", ...]");
@@ -121,6 +125,13 @@ std::string type_name(PyObject* o) {
 [[noreturn]] void type_fail(const char* name, const char* want, PyObject* got) {
   throw nb::type_error(
       (std::string(name) + " must be " + want + ", not " + type_name(got)).c_str());
+}
+
+// A bool argument: TypeError naming it for anything but True or False (nanobind's own
+// caster would fail the overload with a message naming no argument).
+bool as_flag(Flag f, const char* name) {
+  if (!PyBool_Check(f.obj)) type_fail(name, "a bool", f.obj);
+  return f.obj == Py_True;
 }
 
 void import_numpy();
@@ -255,8 +266,8 @@ nb::object int32_vector(std::span<const int32_t> v) {
   return std::move(a.array);
 }
 
-// Integers: a 1-D buffer of 32/64-bit integers read in place, else a sequence of counts;
-// errors name the argument.
+// Integers: a 1-D buffer of integers (8 to 64 bits) read in place, else a sequence of
+// counts; errors name the argument.
 std::vector<int64_t> as_int_vector(PyObject* o, const char* name) {
   std::vector<int64_t> out;
   if (PyObject_CheckBuffer(o) && !PyBytes_Check(o) && !PyByteArray_Check(o)) {
@@ -265,10 +276,13 @@ std::vector<int64_t> as_int_vector(PyObject* o, const char* name) {
     std::string fmt = view.format ? view.format : "B";
     if (fmt.size() == 2 && (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == '<')) fmt.erase(0, 1);
     const char code = fmt.size() == 1 ? fmt[0] : '?';
-    const bool is_signed = code == 'i' || code == 'l' || code == 'q';
-    const bool is_unsigned = code == 'I' || code == 'L' || code == 'Q';
+    // Every integer dtype: int8/16/32/64 (b h i l q) and uint8/16/32/64 (B H I L Q).
+    const bool is_signed = code == 'b' || code == 'h' || code == 'i' || code == 'l' || code == 'q';
+    const bool is_unsigned =
+        code == 'B' || code == 'H' || code == 'I' || code == 'L' || code == 'Q';
+    const Py_ssize_t size = view.itemsize;
     if (view.ndim != 1 || !(is_signed || is_unsigned) ||
-        (view.itemsize != 4 && view.itemsize != 8)) {
+        (size != 1 && size != 2 && size != 4 && size != 8)) {
       PyBuffer_Release(&view);
       type_fail(name, "a sequence of ints or a 1-D integer array", o);
     }
@@ -277,8 +291,16 @@ std::vector<int64_t> as_int_vector(PyObject* o, const char* name) {
     const char* p = static_cast<const char*>(view.buf);
     bool bad = false;
     for (size_t i = 0; i < n; ++i, p += view.strides[0]) {
-      int64_t v;
-      if (view.itemsize == 4) {
+      int64_t v = 0;
+      if (size == 1) {
+        int8_t x;
+        std::memcpy(&x, p, 1);
+        v = is_signed ? x : static_cast<int64_t>(static_cast<uint8_t>(x));
+      } else if (size == 2) {
+        int16_t x;
+        std::memcpy(&x, p, 2);
+        v = is_signed ? x : static_cast<int64_t>(static_cast<uint16_t>(x));
+      } else if (size == 4) {
         int32_t x;
         std::memcpy(&x, p, 4);
         v = is_signed ? x : static_cast<int64_t>(static_cast<uint32_t>(x));

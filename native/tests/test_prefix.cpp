@@ -385,5 +385,70 @@ TEST(Prefix, WindowOfOneSupportsEveryBoundaryWithoutAPage) {
   EXPECT_TRUE(r[0].is_fresh());
 }
 
+// Events and counters (semantics section 11), the figures the spec gives for the same calls:
+// a stored event of the four names in chain order, then, when a later allocation evicts
+// the two oldest free names, a removed event with exactly those keys.
+TEST(Events, StoredThenRemovedEventsAndCountersFollowNamingAndEviction) {
+  BlockPool pool(5, true, true);
+  Coordinator coord({{GroupKind::full, 4}}, pool);
+  const std::vector<Key> keys = keys_of(16, 4);
+  BlockTable a;
+  std::vector<BlockTable*> ta{&a};
+  ASSERT_TRUE(coord.acquire(ta, 16));
+  ASSERT_EQ(coord.cache_full_blocks(ta, keys, 16), 4);
+  ASSERT_EQ(pool.events().size(), 1u);
+  const BlockPool::Event stored = pool.events()[0];
+  EXPECT_EQ(stored.kind, BlockPool::EventKind::stored);
+  EXPECT_EQ(stored.group, 0);
+  EXPECT_EQ(stored.first_slot, 0);
+  EXPECT_FALSE(stored.has_parent);
+  ASSERT_EQ(stored.key_count, 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(pool.event_keys()[stored.key_begin + i], keys[i]);
+  pool.clear_events();
+
+  coord.free(ta);  // released last slot first: named pages 4 3 2 1 at the queue's back
+  EXPECT_EQ(queue_of(pool), (Pages{4, 3, 2, 1}));
+  EXPECT_TRUE(pool.events().empty());  // a free drops no name
+  BlockTable b;
+  std::vector<BlockTable*> tb{&b};
+  ASSERT_TRUE(coord.acquire(tb, 8));  // takes pages 4 and 3: the names of slots 3 and 2 go
+  ASSERT_EQ(pool.events().size(), 1u);
+  const BlockPool::Event removed = pool.events()[0];
+  EXPECT_EQ(removed.kind, BlockPool::EventKind::removed);
+  EXPECT_EQ(removed.group, 0);
+  EXPECT_EQ(removed.first_slot, -1);
+  ASSERT_EQ(removed.key_count, 2u);
+  EXPECT_EQ(pool.event_keys()[removed.key_begin], keys[3]);
+  EXPECT_EQ(pool.event_keys()[removed.key_begin + 1], keys[2]);
+  EXPECT_EQ(coord.match_prefix(keys).num_tokens(), 8);  // pages 1 and 2 still named
+
+  const BlockPool::Stats& st = pool.stats();
+  EXPECT_EQ(st.pages_allocated, 6);
+  EXPECT_EQ(st.pages_released, 4);
+  EXPECT_EQ(st.pages_named, 4);
+  EXPECT_EQ(st.pages_evicted, 2);
+  EXPECT_EQ(st.names_stored, 4);
+  EXPECT_EQ(st.names_removed, 2);
+  EXPECT_EQ(st.match_calls, 1);
+  EXPECT_EQ(st.match_tokens_queried, 16);
+  EXPECT_EQ(st.match_tokens_matched, 8);
+  EXPECT_EQ(st.pages_claimed, 0);
+  EXPECT_EQ((std::vector<int64_t>{pool.num_cached(), pool.num_cached_free(), pool.num_names()}),
+            (std::vector<int64_t>{2, 2, 2}));
+}
+
+TEST(Events, APoolWithoutEventsQueuesNoneButCountsTheSame) {
+  BlockPool pool(5);
+  Coordinator coord({{GroupKind::full, 4}}, pool);
+  BlockTable a;
+  std::vector<BlockTable*> ta{&a};
+  ASSERT_TRUE(coord.acquire(ta, 16));
+  ASSERT_EQ(coord.cache_full_blocks(ta, keys_of(16, 4), 16), 4);
+  EXPECT_FALSE(pool.events_enabled());
+  EXPECT_TRUE(pool.events().empty());
+  EXPECT_EQ(pool.stats().names_stored, 4);
+  EXPECT_EQ(pool.stats().pages_allocated, 4);
+}
+
 }  // namespace
 }  // namespace livetail::testing

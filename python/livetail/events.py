@@ -23,6 +23,7 @@ Needs the ``events`` extra (``pip install livetail[events]``: pyzmq, msgpack);
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -35,6 +36,18 @@ __all__ = [
     "group_layout",
     "to_vllm_events",
 ]
+
+def _extra(module: str) -> Any:
+    """A module of the ``events`` extra; an ImportError that says how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        package = {"zmq": "pyzmq"}.get(module, module)
+        raise ImportError(
+            f"livetail.events needs {package} ({e}): pip install 'livetail[events]'",
+            name=module,
+        ) from e
+
 
 # livetail group kind -> vLLM's KVCacheSpecKind value.
 KIND_NAMES = {"full": "full_attention", "sliding": "sliding_window", "state": "mamba"}
@@ -127,8 +140,7 @@ def encode_batch(
     events: Sequence[Mapping[str, Any]], data_parallel_rank: int = 0, ts: float | None = None
 ) -> bytes:
     """The msgpack payload ``[ts, events, data_parallel_rank]`` of one batch."""
-    import msgpack  # type: ignore[import-untyped]
-
+    msgpack = _extra("msgpack")
     stamp = time.time() if ts is None else float(ts)
     payload: bytes = msgpack.packb([stamp, list(events), data_parallel_rank], use_bin_type=True)
     return payload
@@ -154,8 +166,8 @@ class KVEventPublisher:
         lora_name: str | None = None,
         hwm: int = 100_000,
     ) -> None:
-        import zmq
-
+        zmq = _extra("zmq")
+        _extra("msgpack")  # every publish encodes: missing, say so now, not at the first batch
         self._layout = group_layout(specs)
         self._topic = topic.encode("utf-8")
         self._rank = data_parallel_rank

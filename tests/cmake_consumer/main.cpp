@@ -1,7 +1,7 @@
 // A C++ engine's use of livetail, built against the CMake package (tests/test_cmake_package.py).
 // The semantics' reference figures: groups {full B=256; sliding B=128 W=511; sliding B=8
 // W=12 live}, a fresh request of 8192 tokens takes 32 + 64 + 64 pages, 1024 live slots.
-#include <livetail/coordinator.h>
+#include <livetail/livetail.h>  // the umbrella header: the whole API
 
 #include <cstdio>
 #include <stdexcept>
