@@ -49,6 +49,7 @@ _TIER_BITS = {"GPU": 1, "CPU": 2, None: 1}
 _ALL_TIERS = 3
 _MUL = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing spreads structured hash values
 _MAX_GROUPS = 1024
+_TAIL = 32  # probe sequences left below this many go one by one
 
 # One group's layout: (block_size, kind, sliding window or None), kind as in GROUP_KINDS.
 GroupLayout = tuple[int, str, "int | None"]
@@ -81,7 +82,7 @@ def key_hashes(keys: Sequence[bytes]) -> np.ndarray:
         joined = b"".join(keys)
     except TypeError:
         raise TypeError("keys must be bytes objects") from None
-    if len(joined) != 32 * len(keys) or any(len(k) != 32 for k in keys):
+    if len(joined) != 32 * len(keys) or min(map(len, keys)) != 32:
         raise ValueError("every key must be 32 bytes")
     return np.frombuffer(joined, ">u8").reshape(-1, 4)[:, 3].astype(np.uint64)
 
@@ -177,8 +178,8 @@ class PrefixIndex:
         self._engines: dict[Hashable, _Engine] = {}
         # Hash table: slot -> (64-bit hash, row); row 0 = empty slot. Load <= 1/2.
         self._bits = 10
-        self._tkeys = np.zeros(1 << self._bits, np.uint64)
-        self._trows = np.zeros(1 << self._bits, np.int32)
+        # (hash, row) pairs side by side: a probe touches one cache line.
+        self._table = np.zeros((1 << self._bits, 2), np.uint64)
         self._used = 0  # occupied slots
         # Rows: row 0 is the null row (never present anywhere); rows 1 .. _nrows-1 in use.
         self._nrows = 1
@@ -362,22 +363,33 @@ class PrefixIndex:
         for g in np.unique(groups).tolist():
             self._column(eng, g)
         cols = np.asarray(eng.cols, np.int64)[groups]
-        # The last event on each (hash, column, tier) decides: order matters within a batch.
         if (self._used + len(hashes)) * 2 > (1 << self._bits):
             self._rebuild(len(hashes))  # before any lookup: it renumbers rows
         rows = self._lookup(hashes)
-        missing = (rows == 0) & stores
-        if missing.any():
-            self._insert(np.unique(hashes[missing]))
-            rows = self._lookup(hashes)
+        missing = rows == 0
+        if (missing & stores).any():
+            new = np.unique(hashes[missing & stores])
+            first = self._insert(new)
+            # Every entry of a new hash gets its row, removals after the store included.
+            cand = hashes[missing]
+            at = np.minimum(np.searchsorted(new, cand), len(new) - 1)
+            got = rows[missing]
+            hit = new[at] == cand
+            got[hit] = first + at[hit]
+            rows[missing] = got
         width = self._presence.shape[1]
-        cell = (rows.astype(np.int64) * width + cols) * 4 + bits
-        rev = cell[::-1]
-        _, last_rev = np.unique(rev, return_index=True)
-        last = len(cell) - 1 - last_rev
-        last = last[rows[last] != 0]  # removals of names never stored: nothing to do
-        idx = rows[last].astype(np.int64) * width + cols[last]
-        b, s = bits[last], stores[last]
+        idx = rows.astype(np.int64) * width + cols
+        b, s = bits, stores
+        if s.any() and not s.all():
+            # Stores and removals mixed: the last event on each (row, column, tier) decides.
+            # (Within one kind a cell written twice gets the same value: no need.)
+            cell = idx * 4 + b
+            _, last_rev = np.unique(cell[::-1], return_index=True)
+            last = len(cell) - 1 - last_rev
+            idx, b, s = idx[last], b[last], s[last]
+        # Row 0 (removals of names never stored) is the null row: it must stay empty.
+        real = idx >= width
+        idx, b, s = idx[real], b[real], s[real]
         flat = self._presence.reshape(-1)
         # One pass per tier: within one, every cell occurs once (fancy |= keeps one write).
         for bit in (1, 2):
@@ -399,19 +411,30 @@ class PrefixIndex:
         mask = (1 << self._bits) - 1
         pos = self._slots(h)
         idx = np.arange(len(h))
-        tk, tr = self._tkeys, self._trows
-        while len(idx):
-            rows = tr[pos]
+        tab = self._table
+        while len(idx) > _TAIL:
+            pair = tab[pos]
+            rows = pair[:, 1]
             occupied = rows != 0
-            hit = occupied & (tk[pos] == h)
+            hit = occupied & (pair[:, 0] == h)
             out[idx[hit]] = rows[hit]
             go = occupied & ~hit
             idx, pos = idx[go], (pos[go] + 1) & mask
             h = h[go]
+        # The few long probe sequences left: one by one (a numpy round costs more).
+        for i, p, key in zip(idx.tolist(), pos.tolist(), h.tolist()):
+            while True:
+                r = int(tab[p, 1])
+                if r == 0:
+                    break
+                if int(tab[p, 0]) == key:
+                    out[i] = r
+                    break
+                p = (p + 1) & mask
         return out
 
-    def _insert(self, h: np.ndarray) -> None:
-        """Adds distinct hashes the table does not hold, each with a new row."""
+    def _insert(self, h: np.ndarray) -> int:
+        """Adds distinct hashes the table does not hold; they get rows first, first + 1, ..."""
         n = len(h)
         if self._nrows + n > len(self._row_hash):
             cap = max(2 * len(self._row_hash), self._nrows + n)
@@ -424,23 +447,29 @@ class PrefixIndex:
         self._nrows += n
         self._place(h, rows)
         self._used += n
+        return int(rows[0])
 
     def _place(self, h: np.ndarray, rows: np.ndarray) -> None:
+        """Puts distinct hashes the table lacks into free slots (linear probing)."""
         mask = (1 << self._bits) - 1
         pos = self._slots(h)
-        tk, tr = self._tkeys, self._trows
-        while len(h):
-            free = tr[pos] == 0
-            cand = np.flatnonzero(free)
+        tab = self._table
+        while len(h) > _TAIL:
+            cand = np.flatnonzero(tab[pos, 1] == 0)
             won = np.zeros(len(h), bool)
             if len(cand):
-                _, first = np.unique(pos[cand], return_index=True)
+                _, first = np.unique(pos[cand], return_index=True)  # one winner per slot
                 w = cand[first]
-                tk[pos[w]] = h[w]
-                tr[pos[w]] = rows[w]
+                tab[pos[w], 0] = h[w]
+                tab[pos[w], 1] = rows[w]
                 won[w] = True
             go = ~won
             h, rows, pos = h[go], rows[go], (pos[go] + 1) & mask
+        for key, row, p in zip(h.tolist(), rows.tolist(), pos.tolist()):
+            while tab[p, 1] != 0:
+                p = (p + 1) & mask
+            tab[p, 0] = key
+            tab[p, 1] = row
 
     def _rebuild(self, extra: int) -> None:
         """Drops rows no engine holds any more, then rehashes into a table with room."""
@@ -454,8 +483,7 @@ class PrefixIndex:
         while (1 << bits) < need:
             bits += 1
         self._bits = bits
-        self._tkeys = np.zeros(1 << bits, np.uint64)
-        self._trows = np.zeros(1 << bits, np.int32)
+        self._table = np.zeros((1 << bits, 2), np.uint64)
         self._used = 0
         if self._nrows > 1:
             self._place(self._row_hash[1:].copy(), np.arange(1, self._nrows, dtype=np.int32))
@@ -518,56 +546,73 @@ class PrefixIndex:
 
     def _answer(self, h: np.ndarray, base: int) -> dict[Hashable, int]:
         engines = [e for e in self._engines.values() if e.base == base]
-        if not engines:
-            return {}
-        n = len(h)
-        rows = self._lookup(h) if n else np.zeros(0, np.int32)
+        out: dict[Hashable, int] = {e.id: 0 for e in engines}
+        ready = [e for e in engines if e.ready]  # a group of unknown layout: 0 is all that is safe
+        if not ready or not len(h):
+            return out
+        rows = self._lookup(h)
         # One gather for every column: present[i, c] is key i's tier bits in column c.
-        present = self._presence[rows] != 0 if n else np.zeros((0, 0), bool)
-        return {e.id: _engine_answer(e, present, n) for e in engines}
+        present = self._presence[rows]
+        same: dict[tuple[GroupLayout | None, ...], list[_Engine]] = {}
+        for e in ready:
+            same.setdefault(tuple(e.groups), []).append(e)
+        for es in same.values():
+            got = _answers(es[0], [e.cols for e in es], present, len(h))
+            out.update(zip((e.id for e in es), got))
+        return out
 
 
-def _engine_answer(eng: _Engine, present: np.ndarray, n: int) -> int:
-    """Section 8's greatest supported boundary for one engine, from the keys' presence."""
-    if not eng.ready:
-        return 0  # a group whose layout is unknown: no answer is safe but 0
+def _answers(eng: _Engine, cols: list[list[int]], present: np.ndarray, n: int) -> list[int]:
+    """Section 8's greatest supported boundary for engines of ``eng``'s layout, at once.
+
+    ``cols``: per engine, its presence column per group; ``present``: the tier bits of the
+    query's keys (rows) in every column.
+    """
     base, L = eng.base, eng.lcm
-    M = min(n * base, INT32_MAX) // L  # candidate boundaries T = m * L, m = 1 .. M
-    partial: list[tuple[np.ndarray, GroupLayout]] = []
-    for layout, c in zip(eng.groups, eng.cols):
-        assert layout is not None
-        size = layout[0]
-        k = size // base
-        R = _resume(layout)
+    E = len(cols)
+    M = np.full(E, min(n * base, INT32_MAX) // L, np.int64)  # boundaries T = m * L, m <= M
+    partial: list[tuple[np.ndarray, int, int]] = []
+    # Full groups first: their support is monotone and caps every engine's candidates.
+    groups = [(g, lay) for g, lay in enumerate(eng.groups) if lay is not None]
+    for g, layout in sorted(groups, key=lambda gl: gl[1][1] != "full"):
+        size, R = layout[0], _resume(layout)
         if R == 0:
             continue  # W = 1: every boundary, no page
-        if c < 0:
-            return 0  # a group that never named a page supports no boundary above 0
-        slots = present[k - 1 :: k, c][: n // k]
+        col = np.array([c[g] for c in cols], np.intp)
+        M[col < 0] = 0  # a group that never named a page supports no boundary above 0
+        limit = int(M.max()) * L // size
+        if limit == 0:
+            return [0] * E
+        k = size // base
+        # (engine, slot), contiguous per engine: numpy's inner loops run along the slots.
+        mine = present[k - 1 :: k][:limit][:, np.maximum(col, 0)]
+        slots = np.ascontiguousarray((mine != 0).T)
         if R < 0:
-            # Full: every slot below b; monotone, so it caps the candidates.
-            miss = np.flatnonzero(~slots[: M * L // size])
-            if len(miss):
-                M = min(M, int(miss[0]) * size // L)
+            first = np.where(slots.all(axis=1), limit, np.argmin(slots, axis=1))
+            M = np.minimum(M, first * size // L)
         else:
-            partial.append((slots, layout))
-        if M == 0:
-            return 0
+            partial.append((slots, size, R))
+    top = int(M.max())
+    if top == 0:
+        return [0] * E
     if not partial:
-        return M * L
-    ok = np.ones(M, bool)
-    m = np.arange(1, M + 1)
-    for slots, layout in partial:
-        size = layout[0]
-        R = _resume(layout)
-        b = m * (L // size)  # slots below each boundary
-        s = slots[: int(b[-1])]
-        # Present slots up to j, cumulative: the window [b - R, b) is whole if it counts R.
-        cum = np.concatenate(([0], np.cumsum(s, dtype=np.int64)))
-        lo = np.maximum(b - R, 0)
-        ok &= cum[b] - cum[lo] == b - lo
-    hits = np.flatnonzero(ok)
-    return int(hits[-1] + 1) * L if len(hits) else 0
+        return [int(x) * L for x in M.tolist()]
+    ok = np.arange(1, top + 1)[None, :] <= M[:, None]  # (engine, boundary m - 1)
+    for slots, size, R in partial:
+        step = L // size  # slots per boundary: boundary m ends at slot b = m * step
+        # cum[:, j]: present slots below j. The window [max(0, b - R), b) is whole if it
+        # counts min(b, R) present slots.
+        cum = np.zeros((E, step * top + 1), np.int32)
+        np.cumsum(slots[:, : step * top], axis=1, dtype=np.int32, out=cum[:, 1:])
+        at_b = cum[:, step::step]
+        low = np.zeros_like(at_b)
+        i0 = -(-R // step) - 1  # first boundary index with b >= R
+        if i0 < top:
+            low[:, i0:] = cum[:, step * (i0 + 1) - R :: step][:, : top - i0]
+        need = np.minimum(np.arange(1, top + 1) * step, R)
+        ok &= at_b - low == need
+    last = top - np.argmax(ok[:, ::-1], axis=1)
+    return [int(x) * L for x in np.where(ok.any(axis=1), last, 0).tolist()]
 
 
 def _best(answers: Mapping[Hashable, int]) -> tuple[Hashable, int] | None:
