@@ -3,8 +3,9 @@
 Several engines (native and spec coordinators, hybrid layouts with live tail on and off,
 small device pools so that names are evicted, optional host pools with offloads, loads
 completed, deferred and aborted) run requests on prompts that share system prompts. After
-every operation the engine's events go over the wire encoding (msgpack payload or decoded
-batch, integer or 32-byte hashes) into one index, and for every probe prompt and engine the
+every operation (resets of both tiers and evictions of given pages included) the engine's
+events go over the wire encoding (msgpack payload or decoded batch, integer or 32-byte
+hashes) into one index, and for every probe prompt and engine the
 index's answer must equal ``coordinator.match_prefix(page_keys(prompt, base)).num_tokens``.
 """
 
@@ -107,6 +108,19 @@ class Engine:
         if plan is not None:
             (self.c.complete_offload if complete else self.c.abort_offload)(plan)
 
+    def reset(self) -> None:
+        """The engine's prefix-cache reset, drained first (nothing pinned), both tiers at once."""
+        for slot in list(self.live):
+            self.free(slot)
+        assert self.c.pool.reset_names()
+        if self.c.host is not None:
+            assert self.c.host.reset_names()
+
+    def evict(self, first: int, n: int) -> None:
+        """Names of pages first .. first + n - 1 dropped (their content went bad)."""
+        top = self.c.pool.num_blocks
+        self.c.pool.evict_names([p for p in range(first, first + n) if 1 <= p < top])
+
     def free(self, slot: int) -> None:
         self.loads.pop(slot, None)  # freeing aborts a pending load
         entry = self.live.pop(slot, None)
@@ -155,6 +169,8 @@ op = st.one_of(
     st.tuples(st.just("free"), st.integers(0, 2), st.integers(0, 2), st.just(())),
     st.tuples(st.just("offload"), st.integers(0, 2), st.integers(0, 2), st.booleans()),
     st.tuples(st.just("load"), st.integers(0, 2), st.integers(0, 2), st.just(())),
+    st.tuples(st.just("reset"), st.integers(0, 2), st.just(0), st.just(())),
+    st.tuples(st.just("evict"), st.integers(0, 2), st.integers(1, 20), st.integers(1, 4)),
 )
 
 
@@ -183,6 +199,10 @@ def test_the_index_answers_every_engines_match_prefix_after_every_batch(
             e.free(slot)
         elif kind == "offload":
             e.offload(slot, arg)
+        elif kind == "reset":
+            e.reset()
+        elif kind == "evict":
+            e.evict(slot, arg)
         else:
             e.finish_load(slot)
         seq, batch = e.batch()

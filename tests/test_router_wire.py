@@ -218,3 +218,36 @@ def test_a_cleared_event_drops_the_engines_names_and_its_recorded_gaps() -> None
     index.apply("e", [0.0, [{"type": "AllBlocksCleared"}, stored], 0], 4)
     assert index.gaps("e") == []
     assert index.names("e") == {(0, 1): {"CPU"}, (0, 2): {"CPU"}}
+
+
+def test_a_reset_goes_out_as_all_blocks_cleared_and_empties_the_routers_view() -> None:
+    specs = [livetail.GroupSpec(k, b, w, live_tail_alloc=lt) for k, b, w, lt in LAYOUT]
+    coord = livetail.Coordinator(specs, livetail.BlockPool(64, events=True))
+    tokens = list(range(1, 97))
+    keys = livetail.page_keys(tokens, coord.base_block_size)
+    with KVEventPublisher(
+        "tcp://127.0.0.1:0", coord.specs, replay_endpoint="tcp://127.0.0.1:0"
+    ) as pub:
+        router = Follower(pub)
+        try:
+            ts = coord.new_tables()
+            assert coord.acquire(ts, 96)
+            coord.cache_full_blocks(ts, keys, 96)
+            coord.free(ts)
+            pub.publish(coord.pool.take_events())
+            assert coord.pool.reset_names()
+            pub.publish(coord.pool.take_events())
+            deadline = time.monotonic() + 20
+            while router.index.expected_sequence("engine") < pub.next_sequence:
+                assert time.monotonic() < deadline, "the batches did not arrive"
+                pub.publish([])  # a late subscription sees a gap and replays
+                router.pump(100)
+            frames = replay_batches(router.replay, 1)
+            assert frames[0][0] == 1
+            _, events, _ = msgpack.unpackb(frames[0][1], raw=False)
+            assert events == [{"type": "AllBlocksCleared"}]
+            assert router.index.names("engine") == {}
+            assert router.index.match(tokens) == {"engine": 0}
+            assert coord.match_prefix(keys).num_tokens == 0
+        finally:
+            router.close()
