@@ -251,3 +251,48 @@ def test_a_reset_goes_out_as_all_blocks_cleared_and_empties_the_routers_view() -
             assert coord.match_prefix(keys).num_tokens == 0
         finally:
             router.close()
+
+
+def test_the_default_publish_carries_block_size_tokens_per_key() -> None:
+    specs = [livetail.GroupSpec(k, b, w, live_tail_alloc=lt) for k, b, w, lt in LAYOUT]
+    coord = livetail.Coordinator(specs, livetail.BlockPool(64, events=True))
+    tokens = [(7 * i) % 1000 + 1 for i in range(100)]
+    keys = livetail.page_keys(tokens, coord.base_block_size)
+    with KVEventPublisher("tcp://127.0.0.1:0", coord.specs) as pub:
+        sub = subscribe(pub.endpoint)
+        try:
+            deadline = time.monotonic() + 20
+            while not sub.poll(100):  # the subscription comes up
+                assert time.monotonic() < deadline, "the subscription did not come up"
+                pub.publish([])
+            while sub.poll(100):
+                sub.recv_multipart()
+            ts = coord.new_tables()
+            assert coord.acquire(ts, 64)
+            coord.cache_full_blocks(ts, keys, 64, token_ids=tokens)
+            assert coord.acquire(ts, 36)
+            coord.cache_full_blocks(ts, keys, 100, token_ids=tokens)
+            seq = pub.publish(coord.pool.take_events())
+            assert sub.poll(10_000)
+            _, seq_bytes, payload = sub.recv_multipart()
+        finally:
+            sub.close(linger=0)
+    assert int.from_bytes(seq_bytes, "big") == seq
+    _, events, _ = msgpack.unpackb(payload, raw=False)
+    stored = [e for e in events if e["type"] == "BlockStored"]
+    assert {e["group_idx"] for e in stored} == {0, 1, 2}
+    slots: dict[int, list[int]] = {0: [], 1: [], 2: []}
+    for e in stored:
+        size = e["block_size"]
+        assert len(e["token_ids"]) == len(e["block_hashes"]) * size
+        for i, h in enumerate(e["block_hashes"]):
+            j = next(j for j in range(len(keys)) if int.from_bytes(keys[j][-8:], "big") == h)
+            slot = (j + 1) * coord.base_block_size // size - 1
+            mine = e["token_ids"][i * size : (i + 1) * size]
+            assert mine == tokens[slot * size : (slot + 1) * size]
+            slots[e["group_idx"]].append(slot)
+    # Full: slots 0-5 (96 tokens); the state group: the slot ending at 64 tokens (the first
+    # chunk's end; 100 is no multiple of 16); the live-tail sliding group: what it kept.
+    assert sorted(slots[0]) == [0, 1, 2, 3, 4, 5]
+    assert sorted(slots[2]) == [3]
+    assert slots[1] and all(0 <= s < 25 for s in slots[1])
