@@ -70,7 +70,7 @@ class Engine:
             if not c.acquire(tables, n):
                 raise RuntimeError("the pool is too small for one request")
             done += n
-            c.cache_full_blocks(tables, keys, done)
+            c.cache_full_blocks(tables, keys, done, token_ids=tokens)
             c.reclaim_expired(tables, done)
         c.free(tables)
         return int(match.num_tokens)

@@ -84,7 +84,7 @@ class Engine:
             if not self.c.acquire(ts, k):
                 break  # the pool is short: the request keeps what it has
             done += k
-            self.c.cache_full_blocks(ts, keys, done)
+            self.c.cache_full_blocks(ts, keys, done, token_ids=tokens)
             self.c.reclaim_expired(ts, done)
         self.live[slot] = (ts, done)
         if offload and self.c.host is not None:
@@ -133,6 +133,9 @@ class Engine:
         if self.c.host is not None:
             events += list(self.c.host.take_events())
         maps = to_vllm_events(events, self.layout, int_block_hashes=self.int_hashes)
+        for m in maps:  # names carry their tokens, on the host tier too
+            if m["type"] == "BlockStored":
+                assert len(m["token_ids"]) == len(m["block_hashes"]) * m["block_size"]
         payload = encode_batch(maps, 0, ts=0.0)
         seq, self.seq = self.seq, self.seq + 1
         if self.wire == "decoded":
