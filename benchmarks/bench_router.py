@@ -25,33 +25,28 @@ from collections.abc import Callable
 from typing import Any
 
 import livetail
-from livetail.events import encode_batch
+from livetail.events import encode_batch, group_layout, to_vllm_events
 from livetail.router import PrefixIndex, key_hashes
 
-LAYOUT = [(16, "full_attention", None), (16, "sliding_window", 128), (16, "mamba", None)]
+SPECS = [
+    livetail.GroupSpec("full", 16),
+    livetail.GroupSpec("sliding", 16, 128),
+    livetail.GroupSpec("state", 16),
+]
+LAYOUT = group_layout(SPECS)
 
 
-def stored(group: int, hashes: list[int]) -> dict[str, Any]:
-    size, kind, window = LAYOUT[group]
-    m: dict[str, Any] = {
-        "type": "BlockStored",
-        "block_hashes": hashes,
-        "parent_block_hash": None,
-        "token_ids": [],
-        "block_size": size,
-        "lora_id": None,
-        "medium": "GPU",
-        "lora_name": None,
-        "group_idx": group,
-        "kv_cache_spec_kind": kind,
-    }
-    if window is not None:
-        m["kv_cache_spec_sliding_window"] = window
-    return m
+def stored(group: int, keys: list[bytes]) -> dict[str, Any]:
+    """A stored event of the group's keys, as livetail's publisher encodes it."""
+    return to_vllm_events([("stored", "GPU", group, tuple(keys), None, 0)], LAYOUT)[0]
 
 
-def removed(group: int, hashes: list[int]) -> dict[str, Any]:
-    return {"type": "BlockRemoved", "block_hashes": hashes, "medium": "GPU", "group_idx": group}
+def removed(group: int, keys: list[bytes]) -> dict[str, Any]:
+    return to_vllm_events([("removed", "GPU", group, tuple(keys), None, None)], LAYOUT)[0]
+
+
+def random_keys(rng: random.Random, n: int) -> list[bytes]:
+    return [rng.getrandbits(256).to_bytes(32, "big") for _ in range(n)]
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -63,7 +58,7 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return statistics.median(runs), min(runs)
 
 
-def fill(index: PrefixIndex, engine: str, hashes: list[int], per_event: int = 1024) -> None:
+def fill(index: PrefixIndex, engine: str, hashes: list[bytes], per_event: int = 1024) -> None:
     for i in range(0, len(hashes), per_event):
         index.apply(engine, [0.0, [stored(0, hashes[i : i + per_event])], 0])
 
@@ -77,8 +72,8 @@ def bench_apply(names: int, repeat: int, rng: random.Random) -> None:
         for _ in range(max(3, repeat // 6)):
             index = PrefixIndex()
             index.add_engine("e", LAYOUT)
-            fill(index, "other", [rng.getrandbits(64) for _ in range(names)])
-            hs = [rng.getrandbits(64) for _ in range(keys)]
+            fill(index, "other", random_keys(rng, names))
+            hs = random_keys(rng, keys)
             batches: list[Any] = []
             for op in (stored, removed):
                 for b in range(0, keys, per_event * per_batch):
@@ -104,12 +99,12 @@ def bench_query(names: int, engines: int, repeat: int, rng: random.Random) -> No
     index = PrefixIndex()
     med, low = timed(lambda: livetail.page_keys(tokens, 16), repeat)
     keys = livetail.page_keys(tokens, 16)
-    hs = [int.from_bytes(k[-8:], "big") for k in keys]
+    hs = keys
     for e in range(engines):
         index.add_engine(e, LAYOUT)
         n = len(hs) * (e + 1) // engines
         index.apply(e, [0.0, [stored(g, hs[:n]) for g in range(3)], 0])
-    fill(index, "other", [rng.getrandbits(64) for _ in range(names)])
+    fill(index, "other", random_keys(rng, names))
     want = {e: 128 * 1024 * (e + 1) // engines // 16 * 16 for e in range(engines)}
     assert {e: t for e, t in index.match_keys(keys).items() if e != "other"} == want
     h = key_hashes(keys)
@@ -124,14 +119,14 @@ def bench_query(names: int, engines: int, repeat: int, rng: random.Random) -> No
     one = PrefixIndex()
     one.add_engine(0, LAYOUT)
     one.apply(0, [0.0, [stored(g, hs) for g in range(3)], 0])
-    fill(one, "other", [rng.getrandbits(64) for _ in range(names)])
+    fill(one, "other", random_keys(rng, names))
     one.remove_engine("other")
     med, low = timed(lambda: one.match_keys(h), repeat)
     print(f"  match_keys(hashes), 1 engine {med * 1e6:8.0f} us [{low * 1e6:.0f}]")
 
 
 def bench_memory(names: int, rng: random.Random) -> None:
-    hs = [rng.getrandbits(64) for _ in range(names)]
+    hs = random_keys(rng, names)
     for layout in ([LAYOUT[0]], LAYOUT):
         tracemalloc.start()
         index = PrefixIndex()
