@@ -188,8 +188,12 @@ class Coordinator {
   void release_offloaded(const CopyPlan& plan);
   // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).
   int64_t resume(size_t g) const noexcept;
-  int64_t cache_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
-                       int64_t num_tokens, const uint32_t* token_ids);
+  // cache_full_blocks with token ids (nullptr: none), the count of token_ids checked.
+  int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
+                            int64_t num_tokens, const uint32_t* token_ids);
+  static std::span<const uint32_t> slot_tokens(const uint32_t* ids, int64_t j, int64_t B);
+  int64_t token_room(std::span<BlockTable* const> tables, int64_t nkeys, int64_t num_tokens) const;
+  size_t host_tokens(const PrefixMatch& match) const noexcept;
 
   std::vector<GroupSpec> specs_;
   std::vector<Manager> managers_;
