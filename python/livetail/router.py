@@ -50,6 +50,7 @@ _ALL_TIERS = 3
 _MUL = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing spreads structured hash values
 _MAX_GROUPS = 1024
 _TAIL = 32  # probe sequences left below this many go one by one
+_FIRST_CHUNK = 512  # keys a query looks up first (then 4x more while some engine may go on)
 
 # One group's layout: (block_size, kind, sliding window or None), kind as in GROUP_KINDS.
 GroupLayout = tuple[int, str, "int | None"]
@@ -550,16 +551,46 @@ class PrefixIndex:
         ready = [e for e in engines if e.ready]  # a group of unknown layout: 0 is all that is safe
         if not ready or not len(h):
             return out
-        rows = self._lookup(h)
+        # Keys are looked up in growing chunks while some engine's full groups still hold
+        # every slot so far: past the first slot that each engine's full groups miss, no
+        # answer can grow. (An engine without a full group may match anywhere: all keys.)
+        n = len(h)
+        fulls = [_full_cols(e) for e in ready]
+        c = n if any(f is None for f in fulls) else min(n, _FIRST_CHUNK)
+        rows = self._lookup(h[:c])
+        while c < n and self._may_extend(fulls, rows, base):
+            nxt = min(n, 4 * c)
+            rows = np.concatenate((rows, self._lookup(h[c:nxt])))
+            c = nxt
         # One gather for every column: present[i, c] is key i's tier bits in column c.
         present = self._presence[rows]
         same: dict[tuple[GroupLayout | None, ...], list[_Engine]] = {}
         for e in ready:
             same.setdefault(tuple(e.groups), []).append(e)
         for es in same.values():
-            got = _answers(es[0], [e.cols for e in es], present, len(h))
+            got = _answers(es[0], [e.cols for e in es], present, c)
             out.update(zip((e.id for e in es), got))
         return out
+
+    def _may_extend(
+        self, fulls: list[list[tuple[int, int]] | None], rows: np.ndarray, base: int
+    ) -> bool:
+        """Whether some engine's full groups hold every slot the looked-up keys cover."""
+        present = self._presence[rows]
+        for full in fulls:
+            assert full is not None
+            if all(c >= 0 and present[k - 1 :: k, c].all() for k, c in full):
+                return True
+        return False
+
+
+def _full_cols(eng: _Engine) -> list[tuple[int, int]] | None:
+    """(keys per slot, column) of each full group; None if the engine has none."""
+    out = []
+    for layout, c in zip(eng.groups, eng.cols):
+        if layout is not None and layout[1] == "full":
+            out.append((layout[0] // eng.base, c))
+    return out or None
 
 
 def _answers(eng: _Engine, cols: list[list[int]], present: np.ndarray, n: int) -> list[int]:
