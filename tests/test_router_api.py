@@ -197,3 +197,12 @@ def test_many_names_grow_the_table_and_survive_compaction() -> None:
     assert index.match_keys(KEYS) == {"e": 32, "other": 0}
     assert len(index.names("other")) == 1000
     assert msgpack.unpackb(encode_batch([]), raw=False)[1] == []
+
+
+def test_mla_kinds_follow_the_full_and_sliding_rules() -> None:
+    index = PrefixIndex()
+    index.apply("mla", batch(stored(H[:3], kind="mla_attention")))
+    index.apply("swa", batch(stored([H[0], H[3]], kind="sliding_window_mla", window=5)))
+    assert index.layout("mla") == [(4, "full", None)]
+    assert index.layout("swa") == [(4, "sliding", 5)]
+    assert index.match_keys(KEYS) == {"mla": 12, "swa": 16}

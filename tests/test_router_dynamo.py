@@ -66,18 +66,30 @@ async def scenario(tmp: Path) -> list[tuple[int, int]]:
             await asyncio.sleep(0.1)
         tokens = list(range(1, 6 * BLOCK + 1))
         keys = livetail.page_keys(tokens, BLOCK)
-        tables = coord.new_tables()
-        assert coord.acquire(tables, len(tokens))
-        coord.cache_full_blocks(tables, keys, len(tokens), token_ids=tokens)
-        coord.free(tables)
         out = []
 
         async def check() -> None:
             mine = coord.match_prefix(keys).num_tokens // BLOCK
             out.append((await overlap(router, tokens, mine), mine))
 
+        # Names without their token ids: Dynamo cannot hash them and stores nothing.
+        bare = list(range(1000, 1000 + 2 * BLOCK))
+        bare_keys = livetail.page_keys(bare, BLOCK)
+        t = coord.new_tables()
+        assert coord.acquire(t, len(bare))
+        coord.cache_full_blocks(t, bare_keys, len(bare))
+        coord.free(t)
+        pub.publish(coord.pool.take_events())
+
+        tables = coord.new_tables()
+        assert coord.acquire(tables, len(tokens))
+        coord.cache_full_blocks(tables, keys, len(tokens), token_ids=tokens)
+        coord.free(tables)
         pub.publish(coord.pool.take_events())  # the default: the names carry the tokens
         await check()
+        # Dynamo has applied the earlier batch too (in order): the bare names are not there.
+        mine = coord.match_prefix(bare_keys).num_tokens // BLOCK
+        out.append((await overlap(router, bare, 0), mine))
         # Evictions index too: a new request takes the oldest free pages.
         other = coord.new_tables()
         assert coord.acquire(other, 61 * BLOCK)  # 63 pages free, 61 taken: 4 names evicted
@@ -103,5 +115,6 @@ def test_dynamo_indexes_livetails_default_stream(
                 "DYN_SYSTEM_HOST"):  # fmt: skip
         monkeypatch.setenv(var, "127.0.0.1")
     monkeypatch.setenv("DYN_FILE_KV", str(tmp_path / "discovery"))
-    # Stored, 4 of 6 evicted (the last slots go first), reset: Dynamo agrees every time.
-    assert asyncio.run(scenario(tmp_path)) == [(6, 6), (2, 2), (0, 0)]
+    # Named with token ids: 6 blocks; named without: livetail holds 2, Dynamo none; then 4 of
+    # the 6 evicted (the last slots go first) and a reset: Dynamo agrees.
+    assert asyncio.run(scenario(tmp_path)) == [(6, 6), (0, 2), (2, 2), (0, 0)]
