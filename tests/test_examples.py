@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import runpy
 import sys
 from pathlib import Path
@@ -279,3 +280,43 @@ def test_pyproject_has_the_plot_extra_the_readme_names() -> None:
     text = (ROOT / "pyproject.toml").read_text()
     assert 'plot = ["matplotlib>=3.5"]' in text
     assert "needs matplotlib, `pip install 'livetail[plot]'`" in (ROOT / "README.md").read_text()
+
+
+def test_router_example_prints_the_readme_table(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = str(ROOT / "examples" / "router.py")
+    monkeypatch.setattr(sys, "argv", [script])
+    runpy.run_path(script, run_name="__main__")
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "3 engines, 150 requests, 258853 prompt tokens",
+        "policy             hit rate  recomputed  router claimed",
+        "exact                 53.8%      119589          139264",
+        "round-robin           28.9%      184101               -",
+        "full-groups-only      50.6%      127781          198368",
+    ]
+    # The exact router reuses what it claimed; the full-groups-only one claimed 67296 tokens
+    # more than its engines could reuse.
+    assert 258853 - 119589 == 139264
+    assert 198368 - (258853 - 127781) == 67296
+    assert 127781 - 119589 == 8192
+    readme = (ROOT / "README.md").read_text().split("python examples/router.py", 1)[1]
+    table = readme.split("```\n", 2)[1]
+    assert table.splitlines() == out
+
+
+def test_router_example_plots_or_says_what_it_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = str(ROOT / "examples" / "router.py")
+    png = tmp_path / "router.png"
+    monkeypatch.setattr(sys, "argv", [script, "--plot", str(png)])
+    if importlib.util.find_spec("matplotlib") is None:
+        message = "--plot needs matplotlib: pip install 'livetail[plot]'"
+        with pytest.raises(SystemExit, match=re.escape(message)):
+            runpy.run_path(script, run_name="__main__")
+    else:
+        runpy.run_path(script, run_name="__main__")
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert capsys.readouterr().out.splitlines()[-1] == f"wrote {png}"

@@ -17,6 +17,16 @@ of vLLM's ``vllm/distributed/kv_events.py`` (map-encoded events, vLLM PR #42892)
 Block hashes are vLLM's ``ExternalBlockHash`` in its default form (an ``int``: the key's last
 8 bytes, big-endian, unsigned) or, with ``int_block_hashes=False``, the 32-byte keys.
 
+Replay (vLLM's protocol): with ``replay_endpoint``, the publisher keeps its last
+``buffer_steps`` batches and serves them from a ZMQ ROUTER socket. A subscriber that saw a
+gap in the sequence sends ``[b"", start as 8-byte big-endian]`` from a DEALER socket (a REQ
+socket adds the empty frame itself) and receives ``[b"", topic, sequence, payload]`` for
+every kept batch whose sequence is ``>= start``, in order, then the end marker
+``[b"", b"", END_SEQ, b""]`` (``END_SEQ``: -1 as a signed 8-byte big-endian integer).
+``replay_batches`` is such a subscriber. A request older than the buffer gets what the
+buffer has: the first batch returned then has a sequence greater than ``start``, which is
+how the subscriber tells that batches are lost for good.
+
 Needs the ``events`` extra (``pip install livetail[events]``: pyzmq, msgpack);
 ``encode_batch`` needs msgpack only.
 """
@@ -24,16 +34,20 @@ Needs the ``events`` extra (``pip install livetail[events]``: pyzmq, msgpack);
 from __future__ import annotations
 
 import importlib
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "END_SEQ",
     "KIND_NAMES",
     "KVEventPublisher",
     "block_hash",
     "encode_batch",
     "group_layout",
+    "replay_batches",
     "to_vllm_events",
 ]
 
@@ -48,6 +62,9 @@ def _extra(module: str) -> Any:
             name=module,
         ) from e
 
+
+# The replay's end marker in the sequence frame: -1 as a signed 8-byte big-endian integer.
+END_SEQ = (-1).to_bytes(8, "big", signed=True)
 
 # livetail group kind -> vLLM's KVCacheSpecKind value.
 KIND_NAMES = {"full": "full_attention", "sliding": "sliding_window", "state": "mamba"}
@@ -153,6 +170,11 @@ class KVEventPublisher:
     ephemeral port: read ``endpoint`` afterwards). ``specs``: the coordinator's group specs
     (block size, kind and window of each group go into every stored event). Sending is
     synchronous, in the caller's thread.
+
+    ``replay_endpoint``: an address to bind a ROUTER socket that serves the last
+    ``buffer_steps`` batches by sequence number (vLLM's replay protocol, module docstring;
+    read ``replay_endpoint`` afterwards for the bound address). A daemon thread answers the
+    requests; ``close`` stops it.
     """
 
     def __init__(
@@ -165,19 +187,45 @@ class KVEventPublisher:
         int_block_hashes: bool = True,
         lora_name: str | None = None,
         hwm: int = 100_000,
+        replay_endpoint: str | None = None,
+        buffer_steps: int = 10_000,
     ) -> None:
         zmq = _extra("zmq")
         _extra("msgpack")  # every publish encodes: missing, say so now, not at the first batch
+        if type(buffer_steps) is not int or buffer_steps < 1:
+            raise ValueError(f"buffer_steps must be an int >= 1, got {buffer_steps!r}")
         self._layout = group_layout(specs)
         self._topic = topic.encode("utf-8")
         self._rank = data_parallel_rank
         self._int = int_block_hashes
         self._lora = lora_name
         self._seq = 0
-        self._sock: Any = zmq.Context.instance().socket(zmq.PUB)
+        ctx: Any = zmq.Context.instance()
+        self._sock: Any = ctx.socket(zmq.PUB)
         self._sock.set_hwm(hwm)
         self._sock.bind(endpoint)
         self.endpoint: str = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self._buffer: deque[tuple[int, bytes]] = deque(maxlen=buffer_steps)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._replay: Any = None
+        self.replay_endpoint: str | None = None
+        if replay_endpoint is not None:
+            self._replay = ctx.socket(zmq.ROUTER)
+            # Room for a whole replay and its end marker per waiting subscriber.
+            self._replay.setsockopt(zmq.SNDHWM, 2 * (buffer_steps + 1))
+            try:
+                self._replay.bind(replay_endpoint)
+            except zmq.ZMQError:
+                self._replay.close(linger=0)
+                self._sock.close(linger=0)
+                raise
+            self.replay_endpoint = self._replay.getsockopt_string(zmq.LAST_ENDPOINT)
+            self._thread = threading.Thread(
+                target=self._serve_replays, name="livetail-kv-replay", daemon=True
+            )
+            self._thread.start()
 
     @property
     def next_sequence(self) -> int:
@@ -203,9 +251,35 @@ class KVEventPublisher:
         seq = self._seq
         self._sock.send_multipart([self._topic, seq.to_bytes(8, "big"), payload])
         self._seq += 1
+        if self._replay is not None:
+            with self._lock:
+                self._buffer.append((seq, payload))
         return seq
 
+    def _serve_replays(self) -> None:
+        sock = self._replay
+        while not self._stop.is_set():
+            if not sock.poll(50):
+                continue
+            frames = sock.recv_multipart()
+            if len(frames) != 3:
+                continue  # not [identity, b"", start]: ignored, as vLLM's publisher does
+            ident, _, start_bytes = frames
+            start = int.from_bytes(start_bytes, "big")
+            with self._lock:
+                kept = [(s, p) for s, p in self._buffer if s >= start]
+            for s, p in kept:
+                sock.send_multipart([ident, b"", self._topic, s.to_bytes(8, "big"), p])
+            sock.send_multipart([ident, b"", b"", END_SEQ, b""])
+
     def close(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+        if self._replay is not None:
+            self._replay.close(linger=0)
+            self._replay = None
         self._sock.close(linger=0)
 
     def __enter__(self) -> KVEventPublisher:
@@ -213,3 +287,37 @@ class KVEventPublisher:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def replay_batches(
+    replay_endpoint: str, start: int, *, timeout: float = 10.0
+) -> list[tuple[int, bytes]]:
+    """Asks a publisher's replay endpoint for its kept batches from ``start`` on.
+
+    Returns ``(sequence, msgpack payload)`` pairs in order, up to the end marker. If the
+    first sequence is greater than ``start`` (or the list is empty while the live stream is
+    past ``start``), the batches in between are no longer kept. ``TimeoutError`` if the
+    end marker does not come within ``timeout`` seconds.
+    """
+    zmq = _extra("zmq")
+
+    if type(start) is not int or not 0 <= start < 2**63:
+        raise ValueError(f"start must be an int in [0, 2**63), got {start!r}")
+    sock: Any = zmq.Context.instance().socket(zmq.DEALER)
+    try:
+        sock.connect(replay_endpoint)
+        sock.send_multipart([b"", start.to_bytes(8, "big")])
+        deadline = time.monotonic() + timeout
+        out: list[tuple[int, bytes]] = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sock.poll(int(left * 1000) + 1):
+                raise TimeoutError(f"no end of replay from {replay_endpoint} in {timeout} s")
+            frames = sock.recv_multipart()
+            if len(frames) != 4 or frames[0] != b"":
+                raise ValueError(f"replay: unexpected reply of {len(frames)} frames")
+            if frames[2] == END_SEQ and frames[3] == b"":
+                return out
+            out.append((int.from_bytes(frames[2], "big"), frames[3]))
+    finally:
+        sock.close(linger=0)
