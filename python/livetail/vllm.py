@@ -168,21 +168,11 @@ class _Req:
 
 
 class _Detached(KVCacheBlock):
-    """A block handed out by ``pop_blocks_for_free``: carries the tables it came from."""
+    """A block handed out by ``pop_blocks_for_free``: carries its request's detached handle."""
 
-    def __init__(self, block_id: int, handle: _DetachedTables) -> None:
+    def __init__(self, block_id: int, handle: Any) -> None:
         super().__init__(block_id)
-        self.handle = handle
-
-
-class _DetachedTables:
-    """A request's tables, taken off the request, freed once by ``release``."""
-
-    __slots__ = ("released", "tables")
-
-    def __init__(self, tables: list[livetail.BlockTable]) -> None:
-        self.tables = tables
-        self.released = False
+        self.handle = handle  # the Coordinator's DetachedTables
 
 
 class _View:
@@ -238,7 +228,7 @@ class _BlockPoolView(_View):
 
     def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
         """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
-        handles: list[_DetachedTables] = []
+        handles: list[Any] = []
         for block in ordered_blocks:
             if block.is_null:
                 continue
@@ -693,19 +683,17 @@ class KVCacheManager(_View):
         r = self._reqs.pop(rid, None)
         if r is None:
             return []
-        handle = _DetachedTables(r.tables)
-        blocks: list[KVCacheBlock] = [
-            _Detached(p, handle) for t in r.tables for p in t.page_ids().tolist() if p != 0
-        ]
-        if not blocks:
-            self._release_detached(handle)
-        return blocks
+        pages = [p for t in r.tables for p in t.page_ids().tolist() if p != 0]
+        if not pages:
+            self.livetail_coordinator.free(r.tables)
+            return []
+        # The references move to a handle (pages stay pinned) until the scheduler's
+        # block_pool.free_blocks releases them, in the order a free now would have.
+        handle = self.livetail_coordinator.detach(r.tables)
+        return [_Detached(p, handle) for p in pages]
 
-    def _release_detached(self, handle: _DetachedTables) -> None:
-        # The tables stay bound (their pages pinned) until now; freeing them releases the
-        # pages in the order a free at detach time would have.
-        handle.released = True
-        self.livetail_coordinator.free(handle.tables)
+    def _release_detached(self, handle: Any) -> None:
+        self.livetail_coordinator.release_detached(handle)
         self._drain_events(None)
 
     def remove_skipped_blocks(
