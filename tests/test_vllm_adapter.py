@@ -30,6 +30,7 @@ from vllm.v1.kv_cache_interface import (  # noqa: E402
     FullAttentionSpec,
     KVCacheConfig,
     KVCacheGroupSpec,
+    MambaSpec,
     SlidingWindowSpec,
 )
 from vllm.v1.request import Request  # noqa: E402
@@ -103,6 +104,18 @@ def test_group_specs_refuse_other_groups_by_name():
     cross = CrossAttentionSpec(block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32)
     with pytest.raises(NotImplementedError, match="CrossAttentionSpec KV-cache groups"):
         adapter.group_specs(config(full(), cross))
+
+
+def test_group_specs_map_mamba_without_a_cache_mode_to_state_and_refuse_align():
+    def mamba(mode: str) -> MambaSpec:
+        return MambaSpec(
+            block_size=64, shapes=((1,),), dtypes=(torch.float32,), mamba_cache_mode=mode
+        )
+
+    (spec,) = adapter.group_specs(config(mamba("none")))
+    assert (spec.kind, spec.block_size) == ("state", 64)
+    with pytest.raises(NotImplementedError, match="Mamba cache mode 'align'"):
+        adapter.group_specs(config(mamba("align")))
 
 
 def test_constructor_refuses_speculative_and_parallel_features_by_name():
@@ -197,6 +210,21 @@ def test_reset_prefix_cache_is_refused_while_a_page_is_in_use():
     assert m.take_events() == [AllBlocksCleared()]
     assert m.get_computed_blocks(request("c", list(range(10))))[1] == 0
     assert m.block_pool.get_num_free_blocks() == 10
+
+
+def test_a_sliding_group_gives_back_slid_out_pages_as_null_blocks():
+    swa = SlidingWindowSpec(
+        block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, sliding_window=4
+    )
+    m = adapter.KVCacheManager(
+        config(full(), swa), max_model_len=64, scheduler_block_size=B, hash_block_size=B
+    )
+    m.allocate_slots(request("a", list(range(17))), 16)
+    assert m.get_block_ids("a") == ([1, 2, 3, 4], [5, 6, 7, 8])
+    # 16 tokens done: the next query reads tokens 13..16, so slots 0-2 slid out (W=4, B=4).
+    m.remove_skipped_blocks("a", 16)
+    assert m.get_block_ids("a") == ([1, 2, 3, 4], [0, 0, 0, 8])
+    assert m.block_pool.get_num_free_blocks() == 5
 
 
 def test_pop_blocks_for_free_holds_the_pages_until_the_pool_frees_them():
