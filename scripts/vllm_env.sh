@@ -97,7 +97,9 @@ build() {
   "$venv/bin/python" -m pip install --quiet -r "$here/vllm_env_requirements.txt"
   fetch_tests
   write_configs
-  "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$repo"
+  # Its own build directory: the checkout's default (build/{wheel_tag}) may be in use.
+  "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps \
+    -Cbuild-dir="$dir/livetail-build" "$repo"
   "$venv/bin/python" -c 'import torch, vllm, livetail.vllm; print("torch", torch.__version__, "vllm", vllm.__version__, "livetail", livetail.__version__)'
 }
 
