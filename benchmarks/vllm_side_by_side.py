@@ -494,8 +494,8 @@ def streams(layout: str, ci: bool) -> list[Stream]:
 
 def pool_sizes(layout: str, ci: bool) -> list[int]:
     if layout == "full_swa":
-        return [120, 400] if ci else [200, 400, 1000, 4000]
-    return [900, 3000] if ci else [1500, 3000, 6000, 20000]
+        return [120, 400] if ci else [300, 400, 1000, 4000]
+    return [900, 3000] if ci else [4000, 6000, 20000]
 
 
 # ---- comparison ------------------------------------------------------------------------
