@@ -6,7 +6,7 @@ prefix-cache name (evicted oldest first) and the front if it carries none (reuse
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ._args import bounded, count
 from .runs import drop_reference
@@ -14,11 +14,13 @@ from .runs import drop_reference
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
 
-# An event (semantics section 11): (kind, tier, group, keys, parent, first_slot). "stored"
-# carries the keys of consecutive group slots from first_slot on, in chain order, and parent
-# the key of slot first_slot - 1 (None at slot 0); "removed" carries dropped names' keys
-# (parent and first_slot None). The device pool's tier is "GPU".
-Event = tuple[str, str, int, tuple[bytes, ...], "bytes | None", "int | None"]
+# An event (semantics sections 11-12): (kind, tier, group, keys, parent, first_slot,
+# token_ids). "stored" carries the keys of consecutive group slots from first_slot on, in
+# chain order, parent the key of slot first_slot - 1 (None at slot 0), and the token ids of
+# those slots (block_size per key, in key order) when the names carry tokens, else ();
+# "removed" carries dropped names' keys (parent and first_slot None, tokens ()); "cleared"
+# (reset_names) is ("cleared", tier, -1, (), None, None, ()). The device pool's tier is "GPU".
+Event = tuple[str, str, int, tuple[bytes, ...], "bytes | None", "int | None", tuple[int, ...]]
 
 # The monotone counters of stats(), in order (README: Counters).
 COUNTERS = (
@@ -49,7 +51,8 @@ class BlockPool:
             raise TypeError(f"events must be a bool, got {type(events).__name__}")
         self._counters = dict.fromkeys(COUNTERS, 0)
         self._events_on = events
-        self._events: list[list[object]] = []  # [kind, group, keys, parent, first_slot, op]
+        # [kind, group, keys, parent, first_slot, op, tokens (a list, None: no tokens)]
+        self._events: list[list[object]] = []
         self._op = 0  # events join only within one operation
         # retention=False keeps the earlier order (every freed page appended at the back).
         self._retention = retention
@@ -66,6 +69,8 @@ class BlockPool:
         # registration order (several requests may have computed the same prefix).
         self._name_of: dict[int, Name] = {}
         self._pages_named: dict[Name, list[int]] = {}
+        # The token ids a name was registered with (section 12), for names that carry them.
+        self._tokens_of: dict[Name, tuple[int, ...]] = {}
 
     @property
     def num_blocks(self) -> int:
@@ -127,24 +132,46 @@ class BlockPool:
         if not self._events_on:
             raise ValueError("take_events: the pool was built with events=False")
         out: list[Event] = []
-        for kind, group, keys, parent, first, _ in self._events:
+        for kind, group, keys, parent, first, _, tokens in self._events:
             assert isinstance(kind, str) and isinstance(group, int) and isinstance(keys, list)
             assert parent is None or isinstance(parent, bytes)
             assert first is None or isinstance(first, int)
-            out.append((kind, self._TIER, group, tuple(keys), parent, first))
+            assert tokens is None or isinstance(tokens, list)
+            toks = tuple(tokens) if tokens is not None else ()
+            out.append((kind, self._TIER, group, tuple(keys), parent, first, toks))
         self._events.clear()
         return out
 
-    def _note_stored(self, group: int, slot: int, key: bytes, parent: bytes | None) -> None:
-        """A name new to the pool; joins the last event if it continues its run."""
+    def _note_stored(
+        self,
+        group: int,
+        slot: int,
+        key: bytes,
+        parent: bytes | None,
+        tokens: tuple[int, ...] | None = None,
+    ) -> None:
+        """A name new to the pool; joins the last event if it continues its run.
+
+        Runs join only when both parts carry tokens or neither does.
+        """
         if self._events:
             e = self._events[-1]
-            keys = e[2]
+            keys, toks = e[2], e[6]
             assert isinstance(keys, list)
-            if e[0] == "stored" and e[5] == self._op and e[1] == group and e[4] == slot - len(keys):
+            if (
+                e[0] == "stored"
+                and e[5] == self._op
+                and e[1] == group
+                and e[4] == slot - len(keys)
+                and (toks is None) == (tokens is None)
+            ):
                 keys.append(key)
+                if tokens is not None:
+                    assert isinstance(toks, list)
+                    toks.extend(tokens)
                 return
-        self._events.append(["stored", group, [key], parent, slot, self._op])
+        t = list(tokens) if tokens is not None else None
+        self._events.append(["stored", group, [key], parent, slot, self._op, t])
 
     def _note_removed(self, group: int, key: bytes) -> None:
         """A name the pool lost; joins the last event if the same allocation dropped it."""
@@ -155,7 +182,7 @@ class BlockPool:
             if e[0] == "removed" and e[5] == self._op and e[1] == group:
                 keys.append(key)
                 return
-        self._events.append(["removed", group, [key], None, None, self._op])
+        self._events.append(["removed", group, [key], None, None, self._op, None])
 
     def _end_event_op(self) -> None:
         self._op += 1
@@ -206,15 +233,21 @@ class BlockPool:
     def _name(self, page: int) -> Name | None:
         return self._name_of.get(page)
 
-    def _set_name(self, page: int, name: Name) -> bool:
-        """Names a page; True if the name is new to the pool."""
+    def _set_name(self, page: int, name: Name, tokens: tuple[int, ...] | None = None) -> bool:
+        """Names a page; True if the name is new to the pool (which then keeps `tokens`)."""
         self._name_of[page] = name
         self._counters["pages_named"] += 1
         new = name not in self._pages_named
         if new:
             self._counters["names_stored"] += 1
+            if tokens is not None:
+                self._tokens_of[name] = tokens
         self._pages_named.setdefault(name, []).append(page)
         return new
+
+    def _name_tokens(self, name: Name) -> tuple[int, ...] | None:
+        """The token ids a held name was registered with, None if it carries none."""
+        return self._tokens_of.get(name)
 
     def _drop_name(self, page: int) -> bool:
         """Drops the page's name if it has one (eviction); True if it had one."""
@@ -226,10 +259,68 @@ class BlockPool:
         pages.remove(page)
         if not pages:
             del self._pages_named[name]
+            self._tokens_of.pop(name, None)
             self._counters["names_removed"] += 1
             if self._events_on:
                 self._note_removed(name[0], name[1])
         return True
+
+    # -- section 12: names for engine adapters -------------------------------------------
+
+    def name(self, page: int) -> Name | None:
+        """The page's (group, key), or None (page 0 and unnamed pages). O(1)."""
+        p = count("page", page)
+        if p >= self._num_blocks:
+            raise ValueError(f"page must be < num_blocks ({self._num_blocks}), got {p}")
+        return self._name_of.get(p)
+
+    def reset_names(self) -> bool:
+        """Drop every name unless a named page is pinned (then False, nothing changed).
+
+        One cleared event; the queue order and every count stay as they were.
+        """
+        if any(self._ref[p] >= 1 for p in self._name_of):
+            return False
+        self._counters["pages_evicted"] += len(self._name_of)
+        self._counters["names_removed"] += len(self._pages_named)
+        self._name_of.clear()
+        self._pages_named.clear()
+        self._tokens_of.clear()
+        if self._events_on:
+            self._events.append(["cleared", -1, [], None, None, self._op, None])
+        self._end_event_op()
+        return True
+
+    def evict_names(self, pages: Iterable[int]) -> int:
+        """Drop the names of the given pages (free or pinned); returns how many lost one.
+
+        All-or-nothing on bad input. Unnamed pages are skipped, duplicates count once. A free
+        page that loses its name moves to the queue's front as an unnamed release of the same
+        list would put it (the list's first page nearest the head).
+        """
+        if isinstance(pages, (str, bytes, bytearray)) or not isinstance(pages, Iterable):
+            raise TypeError(f"pages must be a sequence of page ids, not {type(pages).__name__}")
+        ids = []
+        for i, page in enumerate(pages):
+            p = count(f"pages[{i}]", page)
+            if not 1 <= p < self._num_blocks:
+                raise ValueError(f"pages[{i}] = {p} is the null page or out of range")
+            ids.append(p)
+        dropped = 0
+        moved: list[int] = []
+        for p in ids:
+            if self._drop_name(p):  # a repeat finds the page unnamed: counted once
+                dropped += 1
+                if self._ref[p] == 0:
+                    moved.append(p)
+        if self._retention and moved:
+            self._version += 1
+            for p in reversed(moved):
+                del self._queue[p]
+                self._front.append(p)
+        if dropped:
+            self._end_event_op()
+        return dropped
 
     def _lookup(self, name: Name) -> int:
         """The earliest registered page in use with this name, else the earliest one; 0 if none."""

@@ -51,7 +51,7 @@ def test_a_new_pool_counts_nothing_and_has_no_events(impl: ModuleType) -> None:
 
 def test_naming_a_request_is_one_stored_event_in_chain_order(impl: ModuleType) -> None:
     c, _, keys = named_request(impl)
-    assert c.pool.take_events() == [("stored", "GPU", 0, (keys[0], keys[1]), None, 0)]
+    assert c.pool.take_events() == [("stored", "GPU", 0, (keys[0], keys[1]), None, 0, ())]
     assert c.pool.take_events() == []  # drained
     assert counters(c.stats()) == {
         "pages_allocated": 3,
@@ -74,7 +74,7 @@ def test_eviction_is_a_removed_event_and_counts_hits_and_claims(impl: ModuleType
     assert c.match_prefix(keys).num_tokens == 8
     other = c.new_tables()
     assert c.acquire(other, 4)  # page 2 loses its name (keys[1])
-    assert c.pool.take_events() == [("removed", "GPU", 0, (keys[1],), None, None)]
+    assert c.pool.take_events() == [("removed", "GPU", 0, (keys[1],), None, None, ())]
     hit = c.match_prefix(keys)  # keys[0] is still on page 1, free
     assert hit.num_tokens == 4
     claimed = c.new_tables()
@@ -123,10 +123,10 @@ def test_stored_events_carry_the_parent_key_and_each_group_its_own_keys(impl: Mo
     c.cache_full_blocks(ts, k, 8)
     c.cache_full_blocks(ts, k, 16)
     assert c.pool.take_events() == [
-        ("stored", "GPU", 0, (k[0], k[1]), None, 0),
-        ("stored", "GPU", 1, (k[1],), None, 0),
-        ("stored", "GPU", 0, (k[2], k[3]), k[1], 2),
-        ("stored", "GPU", 1, (k[3],), k[1], 1),
+        ("stored", "GPU", 0, (k[0], k[1]), None, 0, ()),
+        ("stored", "GPU", 1, (k[1],), None, 0, ()),
+        ("stored", "GPU", 0, (k[2], k[3]), k[1], 2, ()),
+        ("stored", "GPU", 1, (k[3],), k[1], 1, ()),
     ]
     assert c.stats()["pinned_pages"] == [4, 2]
 
@@ -140,11 +140,11 @@ def test_holes_split_a_live_tail_group_into_one_event_per_run(impl: ModuleType) 
     assert c.acquire(ts, 64)
     assert c.cache_full_blocks(ts, k, 64) == 8
     assert c.pool.take_events() == [
-        ("stored", "GPU", 0, (k[3], k[7], k[11], k[15]), None, 0),
-        ("stored", "GPU", 1, (k[3],), k[2], 3),
-        ("stored", "GPU", 1, (k[7],), k[6], 7),
-        ("stored", "GPU", 1, (k[11],), k[10], 11),
-        ("stored", "GPU", 1, (k[15],), k[14], 15),
+        ("stored", "GPU", 0, (k[3], k[7], k[11], k[15]), None, 0, ()),
+        ("stored", "GPU", 1, (k[3],), k[2], 3, ()),
+        ("stored", "GPU", 1, (k[7],), k[6], 7, ()),
+        ("stored", "GPU", 1, (k[11],), k[10], 11, ()),
+        ("stored", "GPU", 1, (k[15],), k[14], 15, ()),
     ]
     assert c.stats()["pinned_pages"] == [4, 4]
 
@@ -160,8 +160,8 @@ def test_one_allocation_that_evicts_many_names_is_one_removed_event(impl: Module
     assert c.acquire(ts, 12)  # evicts 4, 3, 2: slots 3, 2, 1
     assert c.acquire(c.new_tables(), 4)  # another allocation: evicts 1 (slot 0)
     assert c.pool.take_events() == [
-        ("removed", "GPU", 0, (k[3], k[2], k[1]), None, None),
-        ("removed", "GPU", 0, (k[0],), None, None),
+        ("removed", "GPU", 0, (k[3], k[2], k[1]), None, None, ()),
+        ("removed", "GPU", 0, (k[0],), None, None, ()),
     ]
 
 

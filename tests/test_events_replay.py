@@ -2,7 +2,8 @@
 the set of names the pool holds, after every operation; spec and native emit the same stream.
 
 Hypothesis drives an engine-like life cycle (match, claim, chunked acquire, naming, reclaim,
-free) over a small pool so that names are stored, shared, evicted and stored again.
+free) over a small pool so that names are stored, shared, evicted and stored again, and
+section 12's evict_names (removed events) and reset_names (cleared events) in between.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ LAYOUTS = [
 op = st.one_of(
     st.tuples(st.just("start"), st.integers(0, 3), st.integers(1, 64), st.integers(1, 24)),
     st.tuples(st.just("free"), st.integers(0, 3), st.just(0), st.just(0)),
+    st.tuples(st.just("evict"), st.just(0), st.integers(0, 63), st.integers(0, 6)),
+    st.tuples(st.just("reset"), st.just(0), st.just(0), st.just(0)),
 )
 
 
@@ -56,6 +59,11 @@ class Engine:
             self.c.cache_full_blocks(ts, keys, done)
             self.c.reclaim_expired(ts, done)
 
+    def evict(self, first: int, count: int) -> int:
+        """evict_names on `count` consecutive page ids from `first` (wrapping past page 0)."""
+        n = self.c.pool.num_blocks - 1
+        return int(self.c.pool.evict_names([1 + (first + i) % n for i in range(count)]))
+
     def free(self, slot: int) -> None:
         ts = self.live.pop(slot, None)
         if ts is not None:
@@ -74,11 +82,17 @@ def test_replaying_the_stream_reproduces_the_pools_names_after_every_op(
     model = Engine(spec, LAYOUTS[layout], pages)
     replay = EventReplay()
     for kind, slot, a, b in ops:
+        answers = []
         for e in (native, model):
             if kind == "start":
                 e.start(slot, a % 3, a, b)
+            elif kind == "evict":
+                answers.append(e.evict(a, b))
+            elif kind == "reset":
+                answers.append(e.c.pool.reset_names())
             else:
                 e.free(slot)
+        assert answers[:1] == answers[1:]
         events = native.c.pool.take_events()
         assert events == model.c.pool.take_events()
         replay.apply(events)

@@ -123,11 +123,11 @@ def test_complete_offload_names_host_pages_last_slot_evicted_first(impl: ModuleT
     assert as_list(c.pool.ref_counts())[:10] == [0, 1, 1, 1, 1, 1, 1, 1, 1, 0]
     k = keys
     assert c.host.take_events() == [
-        ("stored", "CPU", 0, (k[1], k[3], k[5], k[7]), None, 0),
-        ("stored", "CPU", 1, (k[1],), None, 1),
-        ("stored", "CPU", 1, (k[3],), None, 3),
-        ("stored", "CPU", 1, (k[5],), None, 5),
-        ("stored", "CPU", 1, (k[7],), None, 7),
+        ("stored", "CPU", 0, (k[1], k[3], k[5], k[7]), None, 0, ()),
+        ("stored", "CPU", 1, (k[1],), None, 1, ()),
+        ("stored", "CPU", 1, (k[3],), None, 3, ()),
+        ("stored", "CPU", 1, (k[5],), None, 5, ()),
+        ("stored", "CPU", 1, (k[7],), None, 7, ()),
     ]
     stats = c.host.stats()
     assert (stats["pages_allocated"], stats["pages_named"], stats["pages_offloaded"]) == (8, 8, 8)
@@ -229,8 +229,8 @@ def test_complete_load_names_the_device_pages_and_unpins_the_host(impl: ModuleTy
     assert as_list(c.host.ref_counts()) == [0] * 10
     assert as_list(c.host.free_queue()) == [9, 7, 6, 5, 8, 4, 3, 2, 1]
     assert c.pool.take_events() == [
-        ("stored", "GPU", 0, (keys[1], keys[3], keys[5], keys[7]), None, 0),
-        ("stored", "GPU", 1, (keys[7],), keys[6], 7),
+        ("stored", "GPU", 0, (keys[1], keys[3], keys[5], keys[7]), None, 0, ()),
+        ("stored", "GPU", 1, (keys[7],), keys[6], 7, ()),
     ]
     assert c.host.stats()["pages_loaded"] == 5
     m = c.match_prefix(keys)
@@ -346,8 +346,8 @@ def test_host_eviction_drops_the_oldest_host_names_with_cpu_events(impl: ModuleT
     plan = c.plan_offload(b, 16)
     assert as_list(plan.host_pages) == [9, 8, 7, 6, 5, 4, 3, 2]
     assert c.host.take_events() == [
-        ("removed", "CPU", 1, (keys[7], keys[5], keys[3], keys[1]), None, None),
-        ("removed", "CPU", 0, (keys[7], keys[5], keys[3]), None, None),
+        ("removed", "CPU", 1, (keys[7], keys[5], keys[3], keys[1]), None, None, ()),
+        ("removed", "CPU", 0, (keys[7], keys[5], keys[3]), None, None, ()),
     ]
     assert c.host.num_cached == 1
 

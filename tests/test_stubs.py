@@ -46,6 +46,9 @@ load: livetail.LoadPlan | None = tiered.claim(tiered.new_tables(), tiered.match_
 if load is not None:
     tiered.complete_load(load)
 same: livetail.HostPool | None = tiered.host
+name: tuple[int, bytes] | None = pool.name(1)
+reset: bool = pool.reset_names() and host.reset_names()
+dropped: int = pool.evict_names([1, 2]) + host.evict_names(())
 """
 
 

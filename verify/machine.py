@@ -48,6 +48,7 @@ from typing import Any
 from . import events as counters_events
 from .machine_bad_calls import BAD_CALLS, BadCall
 from .machine_checks import LockstepChecks
+from .machine_names import NAME_OPS, apply_names_op
 from .machine_oracle import (
     SHARED_PREFIX,
     GroupRule,
@@ -154,6 +155,8 @@ class Lockstep(LockstepChecks):
         self.named = False  # a cache op ran: pages may carry names
         # Plan ops run only when every side has section 9.
         self.plans = all(hasattr(side.coord, "plan_step") for side in self.sides)
+        # Detach ops run only when every side has section 12's deferred free.
+        self.detach = self.prefix and all(hasattr(side.coord, "detach") for side in self.sides)
         self.ops: list[Op] = []
         self.failure: StepReport | None = None
 
@@ -238,8 +241,12 @@ class Lockstep(LockstepChecks):
             return out
         if kind == "cache":
             self.named = True
-            keys = doc_keys(op["doc"], op["tokens"], self.geometry.base)
-            return call(side.coord.cache_full_blocks, ts, keys, op["tokens"])
+            n = op["tokens"]
+            keys = doc_keys(op["doc"], n, self.geometry.base)
+            if op.get("with_tokens", False):
+                toks = doc_tokens(op["doc"], n)
+                return call(side.coord.cache_full_blocks, ts, keys, n, toks)
+            return call(side.coord.cache_full_blocks, ts, keys, n)
         if kind == "claim":
             return self._claim(side, r, op, facts)
         if kind == "bad":
@@ -249,6 +256,8 @@ class Lockstep(LockstepChecks):
             return call(bad.run, side, r, op["group"])
         if kind in PLAN_OPS:
             return apply_plan_op(self, side, op, facts)  # type: ignore[no-any-return]
+        if kind in NAME_OPS:
+            return apply_names_op(side, op)
         return Outcome(error="UnknownOp", message=str(kind))
 
     def _admit(

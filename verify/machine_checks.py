@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import events as counters_events
 from .machine_bad_calls import BAD_CALLS
+from .machine_names import NAME_OPS, check_names_op, check_retention
 from .machine_oracle import (
     GroupRule,
     oracle_after,
@@ -102,7 +103,10 @@ class LockstepChecks:
             vs.extend(self._check_claim(op, st_))
         elif kind in PLAN_OPS:
             vs.extend(check_plan_op(self, op, st_))
+        elif kind in NAME_OPS:
+            vs.extend(check_names_op(self, side, op, st_))
         vs.append(self._check_conservation(st_.after))
+        vs.append(check_retention(st_.after))
         vs.append(self._check_shape(st_.after))
         vs.append(self._check_live(side, st_.after))
         vs.append(self._check_queries(st_))
@@ -365,6 +369,8 @@ class LockstepChecks:
         nb = self.geometry.num_blocks
         problems: list[str] = []
         holders = [0] * nb
+        for p in s.held:  # references detached handles hold (section 12)
+            holders[p] += 1
         for row in s.tables:
             for t in row:
                 for p in t.pages:

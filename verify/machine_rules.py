@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from .machine_bad_calls import BAD_CALLS
+from .machine_names import NameRules
 from .machine_oracle import SHARED_PREFIX
 from .machine_plan import PlanRules
 from .machine_side import Impl
@@ -87,7 +88,7 @@ def differential_machine(
     impl_list = list(impls)
     trace_sink = sink if sink is not None else TraceSink()
 
-    class DifferentialMachine(PlanRules, RuleBasedStateMachine):
+    class DifferentialMachine(PlanRules, NameRules, RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
             self.world: Lockstep | None = None

@@ -103,6 +103,8 @@ class PoolState:
     refs: tuple[int, ...]
     cached: int = -1  # pages carrying a prefix-cache name (-1: no prefix caching)
     cached_free: int = -1
+    # Each page's name, pool.name(p) (section 12), indexed by page id; () without prefix caching.
+    names: tuple[Any, ...] = ()
 
     def compact(self) -> str:
         q = " ".join(map(str, self.queue[:12])) + (" ..." if len(self.queue) > 12 else "")
@@ -114,6 +116,8 @@ class PoolState:
 class State:
     pool: PoolState
     tables: tuple[tuple[TableState, ...], ...]  # [request][group]
+    # Pages referenced by detached handles not yet released (section 12), sorted.
+    held: tuple[int, ...] = ()
 
     def table(self, r: int, g: int) -> TableState:
         return self.tables[r][g]
@@ -213,6 +217,10 @@ class Side:
         self.created: list[list[list[int]]] = [
             [[] for _ in geometry.groups] for _ in range(geometry.num_requests)
         ]
+        # Detached handles (section 12) in detach order: the handle, its pages in the order
+        # a free at detach time would have released them, and whether it was released.
+        self.handles: list[tuple[Any, tuple[int, ...]]] = []
+        self.released: list[bool] = []
 
     def state(self) -> State:
         p = self.pool
@@ -224,8 +232,17 @@ class Side:
                 _ints(p.ref_counts()),
                 int(p.num_cached) if self.read_names else -1,
                 int(p.num_cached_free) if self.read_names else -1,
+                tuple(p.name(i) for i in range(int(p.num_blocks))) if self.read_names else (),
             ),
             tuple(tuple(read_table(t, p, self.other_pool) for t in ts) for ts in self.tables),
+            tuple(
+                sorted(
+                    q
+                    for (_, pages), done in zip(self.handles, self.released)
+                    if not done
+                    for q in pages
+                )
+            ),
         )
 
     def note_shape(self, r: int, g: int, frontier: int) -> None:
@@ -266,11 +283,16 @@ def state_diff(a: State, b: State) -> list[str]:
             out.append(f"free queue {list(a.pool.queue)} vs {list(b.pool.queue)}")
         if a.pool.refs != b.pool.refs:
             out.append(f"ref_counts {list(a.pool.refs)} vs {list(b.pool.refs)}")
+        if a.pool.names != b.pool.names:
+            diff = [p for p, (x, y) in enumerate(zip(a.pool.names, b.pool.names)) if x != y]
+            out.append(f"names differ on pages {diff[:8]}")
         if (a.pool.cached, a.pool.cached_free) != (b.pool.cached, b.pool.cached_free):
             out.append(
                 f"num_cached/num_cached_free {a.pool.cached}/{a.pool.cached_free} vs "
                 f"{b.pool.cached}/{b.pool.cached_free}"
             )
+    if a.held != b.held:
+        out.append(f"detached pages {list(a.held)} vs {list(b.held)}")
     for r, (ra, rb) in enumerate(zip(a.tables, b.tables)):
         for g, (ta, tb) in enumerate(zip(ra, rb)):
             if ta != tb:

@@ -53,6 +53,13 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "claim": ("request", "doc", "tokens"),
     # Step plans (semantics section 9, verify/machine_plan.py).
     "plan": ("mask", "first", "tokens"),
+    # Section 12: drop every device name; drop the names of the listed device page ids (a
+    # list field, see INT_LIST_FIELDS); detach a request's references into a handle; release
+    # the `handle`-th handle detached so far (counted from 0 over the whole trace).
+    "reset_names": (),
+    "evict_names": (),
+    "detach": ("request",),
+    "release_detached": ("handle",),
 }
 
 # Host-tier ops (semantics section 10, verify/machine_host.py): a trace whose geometry has
@@ -75,7 +82,13 @@ HOST_BAD_CALLS = (
     "complete-load-foreign",
     "offload-past-extent",
 )
-OPTIONAL_BOOL_FIELDS: dict[str, tuple[str, ...]] = {"admit": ("reclaim_between",)}
+OPTIONAL_BOOL_FIELDS: dict[str, tuple[str, ...]] = {
+    "admit": ("reclaim_between",),
+    # cache: pass the document's token ids with the keys (section 12).
+    "cache": ("with_tokens",),
+}
+# Required fields that hold a list of non-negative integers.
+INT_LIST_FIELDS: dict[str, tuple[str, ...]] = {"evict_names": ("pages",)}
 OPTIONAL_INT_FIELDS: dict[str, tuple[str, ...]] = {
     "claim": ("between_request", "between_tokens"),
     "plan": ("between_request", "between_tokens", "bad"),
@@ -234,7 +247,8 @@ def validate_op(index: int, op: object, geometry: Geometry) -> Op:
     fields = OP_FIELDS[name]
     optional = OPTIONAL_BOOL_FIELDS.get(name, ())
     optional_ints = OPTIONAL_INT_FIELDS.get(name, ())
-    unknown = set(op) - {"op", *fields, *optional, *optional_ints}
+    lists = INT_LIST_FIELDS.get(name, ())
+    unknown = set(op) - {"op", *fields, *optional, *optional_ints, *lists}
     if unknown:
         raise TraceError(f"{where} ({name}) has unknown field(s) {sorted(unknown)}")
     out: Op = {"op": name}
@@ -259,6 +273,12 @@ def validate_op(index: int, op: object, geometry: Geometry) -> Op:
     for f in optional_ints:
         if f in op:
             out[f] = _int(f"{where}.{f}", op[f])
+    for f in lists:
+        if f not in op:
+            raise TraceError(f"{where} ({name}) is missing field {f!r}")
+        if not isinstance(op[f], list):
+            raise TraceError(f"{where}.{f} must be a list of integers, got {op[f]!r}")
+        out[f] = [_int(f"{where}.{f}[{i}]", v) for i, v in enumerate(op[f])]
     if ("between_request" in out) != ("between_tokens" in out):
         raise TraceError(f"{where}: between_request and between_tokens go together")
     if out.get("between_request", 0) >= geometry.num_requests:

@@ -255,10 +255,10 @@ nb::object int32_vector(std::span<const int32_t> v) {
   return std::move(a.array);
 }
 
-// Frontiers: a 1-D buffer of 32/64-bit integers read in place, else a sequence of counts.
-std::vector<int64_t> as_frontiers(PyObject* o, size_t expected) {
+// Integers: a 1-D buffer of 32/64-bit integers read in place, else a sequence of counts;
+// errors name the argument.
+std::vector<int64_t> as_int_vector(PyObject* o, const char* name) {
   std::vector<int64_t> out;
-  const char* name = "num_computed_tokens";
   if (PyObject_CheckBuffer(o) && !PyBytes_Check(o) && !PyByteArray_Check(o)) {
     Py_buffer view;
     if (PyObject_GetBuffer(o, &view, PyBUF_RECORDS_RO) != 0) throw nb::python_error();
@@ -294,13 +294,21 @@ std::vector<int64_t> as_frontiers(PyObject* o, size_t expected) {
       if (out[i] < 0)
         throw std::invalid_argument(std::string(name) + "[" + std::to_string(i) + "] must be >= 0");
   } else {
-    nb::object seq = nb::steal(PySequence_Fast(o, "num_computed_tokens must be a sequence"));
+    nb::object seq =
+        nb::steal(PySequence_Fast(o, (std::string(name) + " must be a sequence").c_str()));
     if (!seq.is_valid()) throw nb::python_error();
     const Py_ssize_t n = seq_size(seq.ptr());
     out.resize(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i)
       out[static_cast<size_t>(i)] = as_count(seq_item(seq.ptr(), i), name);
   }
+  return out;
+}
+
+// Frontiers: one per request.
+std::vector<int64_t> as_frontiers(PyObject* o, size_t expected) {
+  const char* name = "num_computed_tokens";
+  std::vector<int64_t> out = as_int_vector(o, name);
   if (out.size() != expected)
     throw std::invalid_argument(std::string(name) + " must hold one frontier per request (" +
                                 std::to_string(expected) + "), got " + std::to_string(out.size()));
@@ -342,10 +350,10 @@ using PoolArg = nb::handle_t<BlockPool>;
 
 }  // namespace
 
+#include "bind_pool.inc"         // BlockPool (and bind_names, which HostPool shares)
 #include "bind_plan.inc"         // Coordinator.plan_step / apply_step (semantics section 9)
 #include "bind_host.inc"         // HostPool, offload and load plans (semantics section 10)
 #include "bind_prefix.inc"       // keys, tokens, PrefixMatch, page_keys (semantics section 8)
-#include "bind_pool.inc"         // BlockPool
 #include "bind_table.inc"        // BlockTable, page_ids_batch
 #include "bind_managers.inc"     // Manager and its three kinds, GroupSpec
 #include "bind_coordinator.inc"  // Coordinator

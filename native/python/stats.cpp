@@ -49,14 +49,20 @@ nb::list take_events_of_tier(BlockPool& pool, const char* tier) {
     throw std::invalid_argument("take_events: the pool was built with events=False");
   nb::list out;
   const std::vector<Key>& keys = pool.event_keys();
+  const std::vector<uint32_t>& tokens = pool.event_tokens();
   for (const BlockPool::Event& e : pool.events()) {
     nb::list ks;
     for (size_t i = 0; i < e.key_count; ++i) ks.append(key_bytes(keys[e.key_begin + i]));
+    nb::list ts;
+    for (size_t i = 0; i < e.token_count; ++i) ts.append(tokens[e.token_begin + i]);
     const bool stored = e.kind == BlockPool::EventKind::stored;
+    const char* kind = stored                                      ? "stored"
+                       : e.kind == BlockPool::EventKind::removed ? "removed"
+                                                                   : "cleared";
     nb::object parent = stored && e.has_parent ? nb::object(key_bytes(e.parent)) : nb::none();
     nb::object first = stored ? nb::object(nb::int_(e.first_slot)) : nb::none();
-    out.append(nb::make_tuple(stored ? "stored" : "removed", tier, e.group, nb::tuple(ks),
-                              parent, first));
+    out.append(
+        nb::make_tuple(kind, tier, e.group, nb::tuple(ks), parent, first, nb::tuple(ts)));
   }
   pool.clear_events();
   return out;

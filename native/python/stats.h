@@ -14,7 +14,8 @@ namespace livetail::py {
 nanobind::dict pool_stats(const BlockPool& pool);
 // The pool's stats plus "pinned_pages": the pages each group pins now, in group order.
 nanobind::dict coordinator_stats(const Coordinator& c);
-// The queued events in order, as (kind, tier, group, keys, parent, first_slot) tuples, and
+// The queued events in order, as (kind, tier, group, keys, parent, first_slot, token_ids)
+// tuples (semantics sections 11-12), and
 // an empty queue. Throws std::invalid_argument for a pool built without events.
 nanobind::list take_events(BlockPool& pool);
 // The same with the events' tier: "GPU" for the device pool, "CPU" for the host pool.

@@ -145,7 +145,7 @@ void BlockPool::rehash(size_t size) {
   name_table_.swap(table);
 }
 
-void BlockPool::reserve_names(int64_t extra) {
+void BlockPool::reserve_names(int64_t extra, int64_t extra_tokens) {
   // Only pages that were allocated (ids below fresh_) can be in a table.
   if (page_name_.size() < static_cast<size_t>(fresh_))
     page_name_.resize(static_cast<size_t>(fresh_));
@@ -153,10 +153,28 @@ void BlockPool::reserve_names(int64_t extra) {
   if (2 * want > name_table_.size()) rehash(std::bit_ceil(std::max<size_t>(16, 2 * want)));
   const size_t recs = std::max<size_t>(recs_.size(), 1) + static_cast<size_t>(extra);
   if (recs > recs_.capacity()) recs_.reserve(std::max(recs, 2 * recs_.capacity()));
-  if (recs_.empty()) recs_.push_back(NameRec{{}, -1, 0, 0});
+  if (recs_.empty()) recs_.push_back(NameRec{{}, -1, 0, 0, 0, 0});
+  if (extra_tokens == 0) return;
+  const auto more = static_cast<size_t>(extra_tokens);
+  if (tokens_.size() > 2 * static_cast<size_t>(live_tokens_) + more) {
+    // Dropped names' ids outweigh the live ones: copy the live ones into a new array.
+    std::vector<uint32_t> live;
+    live.reserve(static_cast<size_t>(live_tokens_) + more);  // the only throw
+    for (NameRec& r : recs_) {
+      if (r.group < 0 || r.num_tokens == 0) continue;
+      const auto at = static_cast<uint64_t>(live.size());
+      live.insert(live.end(), tokens_.begin() + static_cast<ptrdiff_t>(r.token_at),
+                  tokens_.begin() + static_cast<ptrdiff_t>(r.token_at + r.num_tokens));
+      r.token_at = at;
+    }
+    tokens_.swap(live);
+  } else if (tokens_.size() + more > tokens_.capacity()) {
+    tokens_.reserve(std::max(tokens_.size() + more, 2 * tokens_.capacity()));
+  }
 }
 
-int BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
+int BlockPool::set_name(int32_t page, int32_t group, const Key& key, const uint32_t* tokens,
+                        uint32_t num_tokens) noexcept {
   PageName& pn = page_name_[static_cast<size_t>(page)];
   if (pn.rec != 0) return 0;  // a page named once keeps its name
   int result = 1;
@@ -171,7 +189,11 @@ int BlockPool::set_name(int32_t page, int32_t group, const Key& key) noexcept {
       rec = static_cast<int32_t>(recs_.size());
       recs_.emplace_back();  // capacity reserved by reserve_names
     }
-    recs_[static_cast<size_t>(rec)] = NameRec{key, group, 0, 0};
+    recs_[static_cast<size_t>(rec)] = NameRec{key, group, 0, 0, num_tokens, tokens_.size()};
+    if (num_tokens != 0) {  // capacity reserved by reserve_names
+      tokens_.insert(tokens_.end(), tokens, tokens + num_tokens);
+      live_tokens_ += num_tokens;
+    }
     name_table_[slot] = slot_value(h, rec);
     ++num_names_;
     ++stats_.names_stored;
@@ -199,7 +221,7 @@ size_t BlockPool::name_slot(int32_t rec) const noexcept {
 
 void BlockPool::drop_name(int32_t page) {
   PageName& pn = page_name_[static_cast<size_t>(page)];
-  --named_free_;  // the page was queued
+  if (ref_[page] == 0) --named_free_;  // the page is queued
   ++stats_.pages_evicted;
   const int32_t rec = pn.rec;
   NameRec& r = recs_[static_cast<size_t>(rec)];
@@ -227,25 +249,32 @@ void BlockPool::drop_name(int32_t page) {
     }
   }
   name_table_[hole] = 0;
+  live_tokens_ -= r.num_tokens;
+  r.num_tokens = 0;
   r.group = -1;
   r.head = unused_rec_;
   unused_rec_ = rec;
   --num_names_;
 }
 
-void BlockPool::note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent) {
+void BlockPool::note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent,
+                            std::span<const uint32_t> tokens, bool has_tokens) {
   if (!events_.empty() && last_event_op_ == event_op_) {
     Event& e = events_.back();
     if (e.kind == EventKind::stored && e.group == group &&
-        e.first_slot + static_cast<int64_t>(e.key_count) == slot) {
+        e.first_slot + static_cast<int64_t>(e.key_count) == slot && e.has_tokens == has_tokens) {
       event_keys_.push_back(key);  // a run of consecutive slots: one event, chain order
       ++e.key_count;
+      event_tokens_.insert(event_tokens_.end(), tokens.begin(), tokens.end());
+      e.token_count += tokens.size();
       return;
     }
   }
-  Event e{EventKind::stored, group, slot, parent != nullptr, {}, event_keys_.size(), 1};
+  Event e{EventKind::stored,  group, slot, parent != nullptr, has_tokens, {}, event_keys_.size(),
+          1,                  event_tokens_.size(), tokens.size()};
   if (parent != nullptr) e.parent = *parent;
   event_keys_.push_back(key);
+  event_tokens_.insert(event_tokens_.end(), tokens.begin(), tokens.end());
   events_.push_back(e);
   last_event_op_ = event_op_;
 }
@@ -259,9 +288,86 @@ void BlockPool::note_removed(int32_t group, const Key& key) {
       return;
     }
   }
-  events_.push_back(Event{EventKind::removed, group, -1, false, {}, event_keys_.size(), 1});
+  events_.push_back(
+      Event{EventKind::removed, group, -1, false, false, {}, event_keys_.size(), 1, 0, 0});
   event_keys_.push_back(key);
   last_event_op_ = event_op_;
+}
+
+// --- semantics section 12 ---------------------------------------------------------------------
+
+bool BlockPool::name(int64_t page, int32_t& group, Key& key) const {
+  if (page < 0 || page >= num_blocks_)
+    throw std::invalid_argument("page must be in [0, num_blocks), got " + std::to_string(page));
+  if (!is_cached(page)) return false;
+  const NameRec& r = recs_[static_cast<size_t>(page_name_[static_cast<size_t>(page)].rec)];
+  group = r.group;
+  key = r.key;
+  return true;
+}
+
+std::span<const uint32_t> BlockPool::name_tokens(int64_t page) const noexcept {
+  if (!is_cached(page)) return {};
+  const NameRec& r = recs_[static_cast<size_t>(page_name_[static_cast<size_t>(page)].rec)];
+  return {tokens_.data() + r.token_at, r.num_tokens};
+}
+
+bool BlockPool::reset_names() {
+  if (named_free_ != num_named_) return false;  // a named page is pinned
+  if (events_on_) {
+    events_.reserve(events_.size() + 1);  // the only throw: nothing changed yet
+    events_.push_back(Event{EventKind::cleared, -1, -1, false, false, {}, event_keys_.size(), 0,
+                            event_tokens_.size(), 0});
+    last_event_op_ = event_op_;
+  }
+  stats_.pages_evicted += num_named_;
+  stats_.names_removed += num_names_;
+  std::fill(page_name_.begin(), page_name_.end(), PageName{0, 0, 0});
+  std::fill(name_table_.begin(), name_table_.end(), uint64_t{0});
+  if (!recs_.empty()) recs_.resize(1);
+  unused_rec_ = 0;
+  tokens_.clear();
+  live_tokens_ = 0;
+  num_names_ = num_named_ = named_free_ = 0;
+  end_event_op();
+  return true;
+}
+
+int64_t BlockPool::evict_names(std::span<const int64_t> pages) {
+  for (size_t i = 0; i < pages.size(); ++i)
+    if (pages[i] <= 0 || pages[i] >= num_blocks_)
+      throw std::invalid_argument("pages[" + std::to_string(i) + "] = " +
+                                  std::to_string(pages[i]) + " is the null page or out of range");
+  if (events_on_) {  // the only throws (std::bad_alloc): one removed key per page at most
+    events_.reserve(events_.size() + pages.size());
+    event_keys_.reserve(event_keys_.size() + pages.size());
+  }
+  std::vector<int32_t> moved;
+  moved.reserve(pages.size());
+  int64_t dropped = 0;
+  for (const int64_t p64 : pages) {
+    const auto p = static_cast<int32_t>(p64);
+    if (!is_cached(p)) continue;  // unnamed, or a repeat already dropped
+    const bool queued = ref_[p] == 0;
+    drop_name(p);
+    ++dropped;
+    if (queued && retention_) moved.push_back(p);
+  }
+  // Unnamed now: to the front, as a release of the list would put them (pages[0] at the head).
+  const auto F = static_cast<int32_t>(num_blocks_);
+  for (size_t i = moved.size(); i-- > 0;) {
+    const int32_t p = moved[i];
+    const Link l = link_[p];  // a named queued page sits in the back list
+    link_[l.prev].next = l.next;
+    link_[l.next].prev = l.prev;
+    const int32_t front = link_[F].next;
+    link_[p] = {front, F};
+    link_[front].prev = p;  // front == F: p is also the front list's tail
+    link_[F].next = p;
+  }
+  version_ += !moved.empty();
+  if (dropped != 0) end_event_op();
+  return dropped;
 }
 
 }  // namespace livetail

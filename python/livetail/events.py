@@ -70,11 +70,14 @@ def to_vllm_events(
     int_block_hashes: bool = True,
     lora_name: str | None = None,
 ) -> list[dict[str, Any]]:
-    """livetail events (kind, tier, group, keys, parent, first_slot) as vLLM event maps.
+    """livetail events (kind, tier, group, keys, parent, first_slot, token_ids) as vLLM
+    event maps (6-tuples without ``token_ids`` are accepted too).
 
-    ``token_ids``: the prompt whose naming produced the events, if the engine has it at
-    hand; a stored event of group g then carries the tokens of its slots (``first_slot *
-    block_size`` on, ``block_size`` per key). Without it, ``token_ids`` is sent empty.
+    A stored event's own ``token_ids`` (the names carried them: ``cache_full_blocks(...,
+    token_ids=...)``) are sent as they are. For a stored event without tokens, ``token_ids``
+    here is the prompt whose naming produced the events, if the engine has it at hand: the
+    event then carries the tokens of its slots (``first_slot * block_size`` on,
+    ``block_size`` per key). Without either, ``token_ids`` is sent empty.
     """
     out: list[dict[str, Any]] = []
     for ev in events:
@@ -95,8 +98,9 @@ def to_vllm_events(
             raise ValueError(f"events: unknown kind {kind!r}")
         parent, first = ev[4], ev[5]
         size, spec_kind, window = layout[group]
-        tokens: list[int] = []
-        if token_ids is not None:
+        own = ev[6] if len(ev) > 6 else ()
+        tokens: list[int] = [int(t) for t in own]
+        if not tokens and token_ids is not None:
             lo, hi = first * size, (first + len(keys)) * size
             if hi > len(token_ids):
                 raise ValueError(f"token_ids: {len(token_ids)} tokens, the event needs {hi}")

@@ -77,23 +77,43 @@ class BlockPool {
   };
   const Stats& stats() const noexcept { return stats_; }
 
-  // Events (semantics section 11), queued in order when the pool was built with events on.
-  enum class EventKind : uint8_t { stored, removed };
+  // Events (semantics sections 11-12), queued in order when the pool was built with events on.
+  enum class EventKind : uint8_t { stored, removed, cleared };
   struct Event {
     EventKind kind;
-    int32_t group;
-    int64_t first_slot;  // stored: the group slot of keys[0]; removed: -1
+    int32_t group;       // cleared: -1
+    int64_t first_slot;  // stored: the group slot of keys[0]; otherwise -1
     bool has_parent;     // stored: the key of slot first_slot - 1 is `parent`
+    bool has_tokens;     // stored: the names carry token ids (block_size per key)
     Key parent;
-    size_t key_begin, key_count;  // into event_keys()
+    size_t key_begin, key_count;      // into event_keys()
+    size_t token_begin, token_count;  // into event_tokens()
   };
   bool events_enabled() const noexcept { return events_on_; }
   const std::vector<Event>& events() const noexcept { return events_; }
   const std::vector<Key>& event_keys() const noexcept { return event_keys_; }
+  const std::vector<uint32_t>& event_tokens() const noexcept { return event_tokens_; }
   void clear_events() noexcept {
     events_.clear();
     event_keys_.clear();
+    event_tokens_.clear();
   }
+
+  // --- semantics section 12 -------------------------------------------------------------
+  // The name of a page: false for page 0 and unnamed pages, else true with group and key set.
+  // Throws std::invalid_argument ("page ...") unless 0 <= page < num_blocks. O(1).
+  bool name(int64_t page, int32_t& group, Key& key) const;
+  // The token ids the name of a named page was registered with (empty: none). O(1).
+  std::span<const uint32_t> name_tokens(int64_t page) const noexcept;
+  // Drops every name unless a named page is pinned (then false, nothing changed). Queue order,
+  // reference counts and the change counter stay; one cleared event. O(pages ever named).
+  bool reset_names();
+  // Drops the names of the given pages (free or pinned), in list order; returns how many
+  // lost one (unnamed pages skipped, repeats counted once). Free pages that lost a name move
+  // to the queue's front as an unnamed release of the list would put them (pages[0] at the
+  // head; without retention they stay in place). Throws std::invalid_argument ("pages[i]
+  // ...", nothing changed) for page 0 or an id outside [1, num_blocks).
+  int64_t evict_names(std::span<const int64_t> pages);
   bool is_cached(int64_t page) const noexcept {
     return page >= 0 && static_cast<size_t>(page) < page_name_.size() &&
            page_name_[static_cast<size_t>(page)].rec != 0;
@@ -116,6 +136,8 @@ class BlockPool {
   struct NameRec {
     Key key;
     int32_t group, head, tail;
+    uint32_t num_tokens;  // token ids the name carries (0: none), at tokens_[token_at]
+    uint64_t token_at;
   };
   // Per page: its name's record (0 = no name) and its neighbours among that name's pages.
   struct PageName {
@@ -128,17 +150,21 @@ class BlockPool {
   // The earliest registered page of record rec that is in use, else its earliest one.
   int32_t lookup(int32_t rec) const noexcept;
   bool has_name(int32_t page, int32_t group, const Key& key) const noexcept;
-  // Makes the next `extra` set_name calls allocation-free (may throw std::bad_alloc; changes
-  // nothing observable).
-  void reserve_names(int64_t extra);
+  // Makes the next `extra` set_name calls, carrying `extra_tokens` token ids together, and
+  // their stored events allocation-free (may throw std::bad_alloc; changes nothing observable).
+  void reserve_names(int64_t extra, int64_t extra_tokens = 0);
   // Names a page in use that has no name yet: 0 if it has one (nothing done), 1 if named
-  // under a name the pool already holds, 2 if the name is new to the pool.
-  int set_name(int32_t page, int32_t group, const Key& key) noexcept;
-  // Drops the name of a named page the queue just gave up (eviction).
+  // under a name the pool already holds, 2 if the name is new to the pool (which then keeps
+  // the `num_tokens` token ids at `tokens`).
+  int set_name(int32_t page, int32_t group, const Key& key, const uint32_t* tokens = nullptr,
+               uint32_t num_tokens = 0) noexcept;
+  // Drops the name of a named page (eviction; the page is queued or pinned).
   void drop_name(int32_t page);
   // Event queue: a stored key for group slot `slot` (parent: the key of slot - 1, or null),
-  // joined to the previous event when it continues its run within the same operation.
-  void note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent);
+  // joined to the previous event when it continues its run within the same operation and
+  // both carry token ids or neither does.
+  void note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent,
+                   std::span<const uint32_t> tokens = {}, bool has_tokens = false);
   void note_removed(int32_t group, const Key& key);
   // Ends an operation: later events never join an earlier operation's event.
   void end_event_op() noexcept { ++event_op_; }
@@ -186,6 +212,11 @@ class BlockPool {
   int64_t num_names_ = 0;             // distinct names
   int64_t num_named_ = 0;             // named pages
   int64_t named_free_ = 0;            // named pages in the queue
+  // Token ids of the names that carry them, one flat array: record r's at
+  // [recs_[r].token_at, + num_tokens). Dropped names leave garbage, compacted by
+  // reserve_names once it outweighs the live ids.
+  std::vector<uint32_t> tokens_;
+  int64_t live_tokens_ = 0;
 
   Stats stats_;
   bool events_on_;
@@ -193,6 +224,7 @@ class BlockPool {
   uint64_t last_event_op_ = ~uint64_t{0};
   std::vector<Event> events_;
   std::vector<Key> event_keys_;
+  std::vector<uint32_t> event_tokens_;
 };
 
 // A run of pops from the queue's front with the queue state held in locals: the callers

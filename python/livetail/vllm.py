@@ -1,0 +1,911 @@
+"""livetail as vLLM 0.33's KV-cache manager: ``KVCacheManager`` and ``Scheduler``.
+
+``KVCacheManager`` has the constructor of ``vllm.v1.core.kv_cache_manager.KVCacheManager``
+and every method and attribute vLLM's scheduler uses; page ids are livetail's (page 0 is
+vLLM's null block too) and the blocks it hands out are vLLM's own ``KVCacheBlock`` objects
+in vLLM's ``KVCacheBlocks``. ``Scheduler`` / ``AsyncScheduler`` are vLLM's schedulers
+built on it, for ``scheduler_cls``.
+
+Groups: full attention -> livetail ``full``; sliding window -> ``sliding`` with live tail
+off unless the group is listed in ``live_tail_groups`` (only for kernels that read the
+chunk from activations: README, "Under vLLM's scheduler"); Mamba without a prefix-cache
+mode -> ``state``. Every other feature raises ``NotImplementedError`` naming it.
+
+This is the only module of livetail that imports vLLM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import vllm.v1.core.sched.scheduler as _sched_module
+from vllm.distributed.kv_events import (
+    MEDIUM_GPU,
+    AllBlocksCleared,
+    BlockRemoved,
+    BlockStored,
+    KVCacheEvent,
+)
+from vllm.v1.core.kv_cache_manager import KVCacheBlocks
+from vllm.v1.core.kv_cache_utils import KVCacheBlock, maybe_convert_block_hash
+from vllm.v1.core.sched.async_scheduler import AsyncScheduler as _VllmAsyncScheduler
+from vllm.v1.core.sched.scheduler import Scheduler as _VllmScheduler
+from vllm.v1.kv_cache_interface import (
+    FullAttentionSpec,
+    KVCacheConfig,
+    KVCacheSpec,
+    MambaSpec,
+    SlidingWindowSpec,
+    get_kv_cache_spec_kind,
+    get_kv_cache_spec_sliding_window,
+)
+from vllm.v1.metrics.stats import PrefixCacheStats
+from vllm.v1.request import Request, RequestStatus
+
+import livetail
+
+__all__ = [
+    "AsyncScheduler",
+    "KVCacheManager",
+    "Scheduler",
+    "group_specs",
+    "install",
+    "layout_of",
+    "key_of",
+    "unsupported",
+]
+
+KEY_BYTES = 32
+# Prefix of the digest that turns a vLLM block hash of another length into a livetail key.
+KEY_DERIVATION_PREFIX = b"livetail.vllm key\x00"
+
+
+# What the managers built so far saw, for a test harness to read and clear: the group spec
+# class names of every manager (one entry per manager) and every unsupported feature hit.
+built_layouts: list[str] = []
+unsupported_hits: list[str] = []
+
+
+def unsupported(feature: str) -> NotImplementedError:
+    """The one error the adapter raises for a vLLM feature it does not implement."""
+    unsupported_hits.append(feature)
+    return NotImplementedError(f"livetail.vllm does not support {feature}")
+
+
+def layout_of(kv_cache_config: KVCacheConfig) -> str:
+    """The groups' spec class names, joined by '+' (e.g. 'FullAttentionSpec')."""
+    return "+".join(type(g.kv_cache_spec).__name__ for g in kv_cache_config.kv_cache_groups)
+
+
+def key_of(block_hash: bytes) -> bytes:
+    """The 32-byte livetail key of one vLLM block hash.
+
+    vLLM's default hash (sha256) gives 32 bytes: used as is. Other algorithms
+    (sha256_cbor_64bit, xxhash) give other lengths: the key is then SHA-256 over
+    ``KEY_DERIVATION_PREFIX || hash``, which keeps the chain property (the hash already
+    depends on every token before it) and is the same in every process.
+    """
+    if len(block_hash) == KEY_BYTES:
+        return bytes(block_hash)
+    return hashlib.sha256(KEY_DERIVATION_PREFIX + bytes(block_hash)).digest()
+
+
+def _exact(spec: KVCacheSpec, cls: type) -> bool:
+    return type(spec) is cls
+
+
+def group_specs(
+    kv_cache_config: KVCacheConfig, live_tail_groups: Iterable[int] = ()
+) -> list[livetail.GroupSpec]:
+    """livetail's group specs for vLLM's KV-cache groups; NotImplementedError for the rest.
+
+    ``live_tail_groups``: indices of sliding-window groups whose kernels read the chunk
+    being computed from activations, never from its pages (conv-style, or attention with a
+    ragged + paged prefill). Only those get live-tail allocation; vLLM's standard attention
+    writes the chunk into its pages and reads it back, so it must keep it off.
+    """
+    live = set(live_tail_groups)
+    out: list[livetail.GroupSpec] = []
+    for g, group in enumerate(kv_cache_config.kv_cache_groups):
+        spec = group.kv_cache_spec
+        name = type(spec).__name__
+        if getattr(group, "is_eagle_group", False):
+            raise unsupported(f"EAGLE draft-model KV-cache groups (group {g})")
+        if getattr(group, "host_resident", False):
+            raise unsupported(f"host-resident KV-cache groups (group {g})")
+        if _exact(spec, FullAttentionSpec):
+            if spec.attention_chunk_size is not None:
+                raise unsupported(f"chunked local attention (group {g})")
+            if spec.sliding_window is not None:
+                raise unsupported(
+                    f"sliding window computed in a full-attention group (group {g}, "
+                    "hybrid allocator off)"
+                )
+            if getattr(spec, "non_causal", False):
+                raise unsupported(f"non-causal attention (group {g})")
+            if g in live:
+                raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
+            out.append(livetail.GroupSpec("full", spec.block_size))
+        elif _exact(spec, SlidingWindowSpec):
+            if spec.extra_retained_tokens:
+                raise unsupported(f"extra retained sliding-window tokens (group {g})")
+            out.append(
+                livetail.GroupSpec(
+                    "sliding",
+                    spec.block_size,
+                    sliding_window=spec.sliding_window,
+                    live_tail_alloc=g in live,
+                )
+            )
+        elif _exact(spec, MambaSpec):
+            if spec.mamba_cache_mode != "none":
+                raise unsupported(f"Mamba cache mode {spec.mamba_cache_mode!r} (group {g})")
+            if spec.num_speculative_blocks or spec.num_prefill_checkpoint_blocks:
+                raise unsupported(f"Mamba speculative or checkpoint blocks (group {g})")
+            if g in live:
+                raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
+            out.append(livetail.GroupSpec("state", spec.block_size))
+        else:
+            raise unsupported(f"{name} KV-cache groups (group {g})")
+    bad = sorted(live - set(range(len(out))))
+    if bad:
+        raise ValueError(f"live_tail_groups: no group {bad[0]}")
+    return out
+
+
+class _Req:
+    """One request's tables (one per group) and what was named of them."""
+
+    __slots__ = ("cached_blocks", "tables")
+
+    def __init__(self, tables: list[livetail.BlockTable]) -> None:
+        self.tables = tables
+        self.cached_blocks = [0] * len(tables)  # per group: full slots named so far
+
+
+class _Detached(KVCacheBlock):
+    """A block handed out by ``pop_blocks_for_free``: carries the tables it came from."""
+
+    def __init__(self, block_id: int, handle: _DetachedTables) -> None:
+        super().__init__(block_id)
+        self.handle = handle
+
+
+class _DetachedTables:
+    """A request's tables, taken off the request, freed once by ``release``."""
+
+    __slots__ = ("released", "tables")
+
+    def __init__(self, tables: list[livetail.BlockTable]) -> None:
+        self.tables = tables
+        self.released = False
+
+
+class _View:
+    """Base of the views: an attribute vLLM's object has and the view lacks is refused."""
+
+    _what = "object"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(f"vLLM's {self._what}.{name}")
+
+
+class _FreeQueueView:
+    def __init__(self, pool: livetail.BlockPool) -> None:
+        self._pool = pool
+
+    @property
+    def num_free_blocks(self) -> int:
+        return int(self._pool.num_free)
+
+
+class _BlockPoolView(_View):
+    """The part of vLLM's ``BlockPool`` its scheduler and tests reach through."""
+
+    _what = "BlockPool"
+
+    def __init__(self, manager: KVCacheManager) -> None:
+        self._m = manager
+        self.num_gpu_blocks = manager.pool.num_blocks
+        self.enable_caching = manager.enable_caching
+        self.enable_kv_cache_events = manager.enable_kv_cache_events
+        self.null_block = manager._blocks[0]
+        self.free_block_queue = _FreeQueueView(manager.pool)
+
+    def get_num_free_blocks(self) -> int:
+        return int(self._m.pool.num_free)
+
+    def get_usage(self) -> float:
+        return self._m.usage
+
+    @property
+    def blocks(self) -> list[KVCacheBlock]:
+        """vLLM's block objects, reference counts read from the pool now."""
+        counts = self._m.pool.ref_counts()
+        blocks = self._m._blocks
+        for p in range(1, len(blocks)):
+            blocks[p].ref_cnt = int(counts[p])
+        return blocks
+
+    def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
+        """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
+        handles: list[_DetachedTables] = []
+        for block in ordered_blocks:
+            if block.is_null:
+                continue
+            if not isinstance(block, _Detached):
+                raise unsupported("freeing blocks it did not detach (copy-on-write retention)")
+            if not block.handle.released and block.handle not in handles:
+                handles.append(block.handle)
+        for handle in handles:
+            self._m._release_detached(handle)
+
+    def evict_blocks(self, block_ids: set[int]) -> None:
+        self._m.evict_blocks(block_ids)
+
+    def take_events(self) -> list[KVCacheEvent]:
+        return self._m.take_events()
+
+
+class _GroupView(_View):
+    """One group as vLLM's single-type manager looks from the scheduler and tests."""
+
+    _what = "SingleTypeKVCacheManager"
+
+    retains_longer_hit = False
+
+    def __init__(self, manager: KVCacheManager, group_id: int, spec: KVCacheSpec) -> None:
+        self._m = manager
+        self.kv_cache_group_id = group_id
+        self.kv_cache_spec = spec
+        self.block_size = spec.block_size
+        self.records_new_block_ids = manager._zeroing
+        self.new_block_ids: list[int] = manager._new_block_ids
+
+    @property
+    def req_to_blocks(self) -> dict[str, list[KVCacheBlock]]:
+        g = self.kv_cache_group_id
+        return {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
+
+    @property
+    def num_cached_block(self) -> dict[str, int]:
+        g = self.kv_cache_group_id
+        return {rid: r.cached_blocks[g] for rid, r in self._m._reqs.items()}
+
+    def take_new_block_ids(self) -> list[int]:
+        return []  # the manager drains its one list (take_new_block_ids)
+
+    def take_pending_cow_copies(self) -> list[tuple[KVCacheBlock, KVCacheBlock]]:
+        return []
+
+    def take_pending_boundary_state_offloads(self) -> list[Any]:
+        return []
+
+    def finalize_partial_tail_offload(self, *args: object) -> None:
+        return None
+
+
+class _CoordinatorView(_View):
+    """The part of vLLM's KV-cache coordinator its scheduler reaches through."""
+
+    _what = "KVCacheCoordinator"
+
+    enable_partial_hash_hits = False
+    eagle_group_ids: tuple[int, ...] = ()
+    num_reprefillable_tokens = 0
+
+    def __init__(self, manager: KVCacheManager, groups: list[_GroupView]) -> None:
+        self._m = manager
+        self.single_type_managers = groups
+        full = [g for g, s in enumerate(manager.specs) if s.kind == "full"]
+        self.full_attention_group_id = full[0] if full else None
+        self.block_pool = manager.block_pool
+        self.livetail = manager.livetail_coordinator
+
+    def get_num_blocks_to_allocate(
+        self,
+        request_id: str,
+        num_tokens: int,
+        new_computed_blocks: Sequence[Sequence[KVCacheBlock]],
+        num_encoder_tokens: int,
+        total_computed_tokens: int,
+        num_local_computed_tokens: int,
+        num_tokens_main_model: int,
+        apply_admission_cap: bool = False,
+        prefill_end: int | None = None,
+    ) -> int:
+        if num_encoder_tokens:
+            raise unsupported("encoder tokens (cross attention)")
+        if any(len(b) for b in new_computed_blocks):
+            raise unsupported("charging a prefix hit outside allocate_slots")
+        return self._m._charge(self._m._tables_of(request_id), None, num_tokens)
+
+    def new_step_starts(self) -> None:
+        return None
+
+
+class KVCacheManager(_View):
+    """vLLM 0.33's ``KVCacheManager`` interface on a livetail ``Coordinator``."""
+
+    _what = "KVCacheManager"
+
+    # Class-level default for live_tail_groups, so an engine that builds the manager through
+    # the scheduler (which passes vLLM's arguments only) can opt groups in.
+    default_live_tail_groups: tuple[int, ...] = ()
+    # True: vLLM's order of a request's freed unnamed blocks is NOT reproduced; livetail's
+    # pool (semantics section 2) is used as is (docs/decisions.md, "vLLM adapter").
+    retention = True
+
+    def __init__(
+        self,
+        kv_cache_config: KVCacheConfig,
+        max_model_len: int,
+        scheduler_block_size: int,
+        hash_block_size: int,
+        max_in_flight_tokens: int | None = None,
+        enable_caching: bool = True,
+        use_eagle: bool = False,
+        num_hash_lookahead_tokens: int = 0,
+        num_prefill_lookahead: int = 0,
+        log_stats: bool = False,
+        enable_kv_cache_events: bool = False,
+        dcp_world_size: int = 1,
+        pcp_world_size: int = 1,
+        metrics_collector: Any = None,
+        watermark: float = 0.0,
+        enable_mamba_shared_prefix_checkpoint: bool = False,
+        live_tail_groups: Iterable[int] | None = None,
+    ) -> None:
+        built_layouts.append(layout_of(kv_cache_config))
+        if use_eagle:
+            raise unsupported("EAGLE prefix-cache block drop (speculative decoding)")
+        if num_hash_lookahead_tokens:
+            raise unsupported("hash lookahead tokens (speculative decoding)")
+        if num_prefill_lookahead:
+            raise unsupported("prefill lookahead (multi-module MTP)")
+        if dcp_world_size != 1 or pcp_world_size != 1:
+            raise unsupported("decode/prefill context parallelism (DCP/PCP)")
+        if metrics_collector is not None:
+            raise unsupported("KV-cache residency metrics (kv_cache_metrics)")
+        if getattr(kv_cache_config, "hisparse_host_num_blocks", None):
+            raise unsupported("HiSparse host blocks")
+        if kv_cache_config.num_blocks < 1:
+            raise ValueError("kv_cache_config.num_blocks must be >= 1")
+        if watermark < 0.0:
+            raise ValueError("watermark must be non-negative")
+        live = self.default_live_tail_groups if live_tail_groups is None else live_tail_groups
+        self.specs = group_specs(kv_cache_config, live)
+        if enable_mamba_shared_prefix_checkpoint and any(s.kind == "state" for s in self.specs):
+            raise unsupported("Mamba shared-prefix checkpoints")
+
+        self.kv_cache_config = kv_cache_config
+        self.max_model_len = max_model_len
+        self.max_in_flight_tokens = (
+            max_model_len if max_in_flight_tokens is None else max_in_flight_tokens
+        )
+        self.scheduler_block_size = scheduler_block_size
+        self.hash_block_size = hash_block_size
+        self.enable_caching = enable_caching
+        self.enable_kv_cache_events = enable_kv_cache_events
+        self.use_eagle = False
+        self.log_stats = log_stats
+        self.metrics_collector = None
+        self.prefix_cache_stats: PrefixCacheStats | None = (
+            PrefixCacheStats() if log_stats else None
+        )
+        self.mamba_shared_prefix_checkpoint = False
+        self.retained_hit_group_ids: tuple[int, ...] = ()
+        self.num_kv_cache_groups = len(kv_cache_config.kv_cache_groups)
+        self.watermark_blocks = int(watermark * kv_cache_config.num_blocks)
+        self.kv_cache_event_metadata = tuple(
+            (
+                get_kv_cache_spec_kind(group.kv_cache_spec).value,
+                get_kv_cache_spec_sliding_window(group.kv_cache_spec),
+            )
+            for group in kv_cache_config.kv_cache_groups
+        )
+        self.empty_kv_cache_blocks = KVCacheBlocks(
+            tuple(() for _ in range(self.num_kv_cache_groups))
+        )
+
+        self.pool = livetail.BlockPool(
+            kv_cache_config.num_blocks, retention=self.retention, events=True
+        )
+        self.livetail_coordinator = livetail.Coordinator(self.specs, self.pool)
+        base = self.livetail_coordinator.base_block_size
+        if enable_caching and base % hash_block_size:
+            raise unsupported(
+                f"hash_block_size {hash_block_size} that does not divide the groups' "
+                f"common page size {base}"
+            )
+        self._base = base
+        self._hashes_per_key = base // hash_block_size if enable_caching else 1
+        self._block_sizes = [s.block_size for s in self.specs]
+        self._reclaims = any(s.kind != "full" for s in self.specs)
+        self._zeroing = bool(getattr(kv_cache_config, "needs_kv_cache_zeroing", False))
+        self._new_block_ids: list[int] = []
+
+        # vLLM's block objects, one per page id; page 0 is vLLM's null block too.
+        self._blocks = [KVCacheBlock(p) for p in range(kv_cache_config.num_blocks)]
+        self._blocks[0].is_null = True
+        self._reqs: dict[str, _Req] = {}
+        self._matches: dict[str, livetail.PrefixMatch] = {}
+        self._events: list[KVCacheEvent] = []
+        # livetail key -> vLLM hash, only where the key is derived (hash not 32 bytes).
+        self._hash_of_key: dict[bytes, bytes] = {}
+        self._fresh = self.livetail_coordinator.new_tables()  # never bound: charges only
+
+        self.block_pool = _BlockPoolView(self)
+        self.coordinator = _CoordinatorView(
+            self,
+            [
+                _GroupView(self, g, group.kv_cache_spec)
+                for g, group in enumerate(kv_cache_config.kv_cache_groups)
+            ],
+        )
+
+    # -- tables and blocks ---------------------------------------------------------------
+
+    def _tables_of(self, request_id: str) -> list[livetail.BlockTable]:
+        r = self._reqs.get(request_id)
+        return self._fresh if r is None else r.tables
+
+    def _req(self, request_id: str) -> _Req:
+        r = self._reqs.get(request_id)
+        if r is None:
+            r = _Req(self.livetail_coordinator.new_tables())
+            self._reqs[request_id] = r
+        return r
+
+    def _to_blocks(self, table: livetail.BlockTable, first: int = 0) -> list[KVCacheBlock]:
+        blocks = self._blocks
+        return [blocks[p] for p in table.page_ids()[first:].tolist()]
+
+    @staticmethod
+    def _extent(tables: Sequence[livetail.BlockTable]) -> int:
+        return int(tables[0].extent)
+
+    # -- keys ----------------------------------------------------------------------------
+
+    def _keys_of(self, request: Request) -> list[bytes]:
+        """One key per base page of the request's full hashed pages.
+
+        Read afresh on every call: a request's hashes may be recomputed (streaming input,
+        hash lookahead) and a request id may be reused by another request object.
+        """
+        hashes = request.block_hashes
+        r = self._hashes_per_key
+        if r == 1 and (not hashes or len(hashes[0]) == KEY_BYTES):
+            return list(hashes)  # vLLM's default sha256 hashes are the keys
+        keys = []
+        for j in range(len(hashes) // r):
+            h = hashes[(j + 1) * r - 1]
+            k = key_of(h)
+            if len(h) != KEY_BYTES:
+                self._hash_of_key[k] = bytes(h)
+            keys.append(k)
+        return keys
+
+    # -- charges -------------------------------------------------------------------------
+
+    def _charge(
+        self,
+        tables: Sequence[livetail.BlockTable],
+        match: livetail.PrefixMatch | None,
+        num_tokens: int,
+    ) -> int:
+        """Free pages the request needs to cover num_tokens, claiming ``match`` first."""
+        c = self.livetail_coordinator
+        if match is not None:
+            rest = max(0, num_tokens - match.num_tokens)
+            # Exact on fresh tables: a match ends on a multiple of the lcm (semantics 6, 8).
+            return int(c.blocks_consumed_by_claim(match)) + int(c.blocks_needed_for(self._fresh, rest))
+        return int(c.blocks_needed_for(tables, max(0, num_tokens - self._extent(tables))))
+
+    # -- the interface vLLM's scheduler uses ----------------------------------------------
+
+    @property
+    def usage(self) -> float:
+        total = self.pool.num_blocks - 1
+        return 0.0 if total == 0 else self.pool.num_pinned / total
+
+    def make_prefix_cache_stats(self) -> PrefixCacheStats | None:
+        if not self.log_stats:
+            return None
+        stats = self.prefix_cache_stats
+        self.prefix_cache_stats = PrefixCacheStats()
+        return stats
+
+    def prefix_cache_lookup_enabled(self, request: Request) -> bool:
+        return self.enable_caching and not request.skip_reading_prefix_cache
+
+    def record_prefix_cache_stats(self, request: Request, num_hits: int) -> None:
+        # Per admitted request, as the scheduler reports it: a lookup that is retried
+        # counts once (the pool's match counters count every lookup).
+        if not self.log_stats or not self.prefix_cache_lookup_enabled(request):
+            return
+        assert self.prefix_cache_stats is not None
+        self.prefix_cache_stats.record(
+            num_tokens=request.num_tokens,
+            num_hits=num_hits,
+            preempted=request.num_preemptions > 0,
+        )
+
+    def get_computed_blocks(
+        self, request: Request, max_cache_hit_length: int | None = None
+    ) -> tuple[KVCacheBlocks, int, int]:
+        if not self.prefix_cache_lookup_enabled(request):
+            return self.empty_kv_cache_blocks, 0, 0
+        if max_cache_hit_length is None:
+            max_cache_hit_length = request.num_tokens - 1
+        keys = self._keys_of(request)
+        n = min(len(keys), max(0, max_cache_hit_length) // self._base)
+        match = self.livetail_coordinator.match_prefix(keys[:n])
+        self._drain_events(None)
+        num_tokens = int(match.num_tokens)
+        if num_tokens == 0:
+            self._matches.pop(request.request_id, None)
+            return self.empty_kv_cache_blocks, 0, 0
+        if getattr(request, "kv_cache_report_mode", "incremental") == "full":
+            raise unsupported("kv_cache_report_mode='full' (events for reused blocks)")
+        self._matches[request.request_id] = match
+        blocks = self._blocks
+        hit = tuple([blocks[p] for p in pages.tolist()] for pages in match.pages)
+        return KVCacheBlocks(hit), num_tokens, 0
+
+    def get_computed_blocks_for_connector(
+        self, request: Request, max_cache_hit_length: int | None = None
+    ) -> tuple[KVCacheBlocks, int, int, bool]:
+        raise unsupported("KV connectors (divergent hybrid hits)")
+
+    def allocate_slots(
+        self,
+        request: Request,
+        num_new_tokens: int,
+        num_new_computed_tokens: int = 0,
+        new_computed_blocks: KVCacheBlocks | None = None,
+        num_lookahead_tokens: int = 0,
+        num_external_computed_tokens: int = 0,
+        delay_cache_blocks: bool = False,
+        num_encoder_tokens: int = 0,
+        full_sequence_must_fit: bool = False,
+        reserved_blocks: int = 0,
+        has_scheduled_reqs: bool = True,
+        skip_zeroing_group_ids: tuple[int, ...] = (),
+    ) -> KVCacheBlocks | None:
+        if num_new_tokens == 0 and num_external_computed_tokens == 0 and num_new_computed_tokens == 0:
+            raise ValueError(
+                "num_new_tokens must be greater than 0 when there are no computed tokens to adopt"
+            )
+        if num_lookahead_tokens:
+            raise unsupported("speculative lookahead slots (num_lookahead_tokens)")
+        if num_external_computed_tokens or delay_cache_blocks or skip_zeroing_group_ids:
+            raise unsupported("KV connectors (external computed tokens)")
+        if num_encoder_tokens:
+            raise unsupported("encoder tokens (cross attention)")
+        rid = request.request_id
+        match = self._adopted_match(rid, num_new_computed_tokens, new_computed_blocks)
+        r = self._req(rid)
+        tables = r.tables
+        if match is not None and any(len(t) or t.is_bound for t in tables):
+            raise unsupported("a prefix hit adopted by a request that holds blocks")
+
+        local = request.num_computed_tokens + num_new_computed_tokens
+        total = min(local, self.max_model_len)
+        watermark = 0
+        if has_scheduled_reqs and request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED):
+            watermark = self.watermark_blocks
+        if full_sequence_must_fit:
+            full = min(request.num_tokens, self.max_model_len)
+            if self._charge(tables, match, full) + watermark > self.pool.num_free:
+                return None
+        target = min(total + num_new_tokens, self.max_model_len)
+        if self._reclaims and len(tables[0]):
+            done = max(0, total - request.num_in_flight_tokens)
+            self.livetail_coordinator.reclaim_expired(tables, min(done, self._extent(tables)))
+            self._drain_events(None)
+        need = self._charge(tables, match, target)
+        if need + watermark > self.pool.num_free - reserved_blocks:
+            if not len(tables[0]):
+                self._forget_if_empty(rid)
+            return None
+
+        c = self.livetail_coordinator
+        if match is not None:
+            c.claim(tables, match)
+            del self._matches[rid]
+            for g, b in enumerate(self._block_sizes):
+                r.cached_blocks[g] = int(match.num_tokens) // b
+        before = [len(t) for t in tables]
+        more = target - self._extent(tables)
+        if more > 0:
+            ok = c.acquire(tables, more)
+            assert ok, "an acquire failed after its charge was checked"
+        new = tuple(self._to_blocks(t, b) for t, b in zip(tables, before))
+        if self._zeroing:
+            self._new_block_ids.extend(b.block_id for blocks in new for b in blocks if not b.is_null)
+        self._cache(request, r, min(total + num_new_tokens, request.num_tokens))
+        return self.create_kv_cache_blocks(new)
+
+    def _adopted_match(
+        self, rid: str, num_tokens: int, blocks: KVCacheBlocks | None
+    ) -> livetail.PrefixMatch | None:
+        """The match get_computed_blocks made for these blocks, or None if none is adopted."""
+        if blocks is None or not any(len(b) for b in blocks.blocks):
+            if num_tokens:
+                raise unsupported("computed tokens adopted without their blocks")
+            return None
+        match = self._matches.get(rid)
+        if match is None or int(match.num_tokens) != num_tokens:
+            raise unsupported("a prefix hit shortened or changed after lookup (KV connectors)")
+        for pages, group in zip(match.pages, blocks.blocks):
+            if pages.tolist() != [b.block_id for b in group]:
+                raise unsupported("a prefix hit shortened or changed after lookup (KV connectors)")
+        return match
+
+    def _forget_if_empty(self, rid: str) -> None:
+        r = self._reqs.get(rid)
+        if r is not None and not len(r.tables[0]) and not r.tables[0].is_bound:
+            del self._reqs[rid]
+
+    def _cache(self, request: Request, r: _Req, num_tokens: int) -> None:
+        if not self.enable_caching:
+            return
+        keys = self._keys_of(request)
+        n = min(num_tokens, self._extent(r.tables))
+        if n <= 0:
+            return
+        self._name_pages(r.tables, keys, n)
+        covered = min(n, len(keys) * self._base)
+        for g, b in enumerate(self._block_sizes):
+            r.cached_blocks[g] = max(r.cached_blocks[g], covered // b)
+        self._drain_events(request)
+
+    def free(self, request: Request) -> None:
+        rid = request.request_id
+        self._matches.pop(rid, None)
+        r = self._reqs.pop(rid, None)
+        if r is not None:
+            self.livetail_coordinator.free(r.tables)
+            self._drain_events(None)
+
+    def pop_blocks_for_free(self, request: Request) -> list[KVCacheBlock]:
+        rid = request.request_id
+        self._matches.pop(rid, None)
+        r = self._reqs.pop(rid, None)
+        if r is None:
+            return []
+        handle = _DetachedTables(r.tables)
+        blocks: list[KVCacheBlock] = [
+            _Detached(p, handle) for t in r.tables for p in t.page_ids().tolist() if p != 0
+        ]
+        if not blocks:
+            self._release_detached(handle)
+        return blocks
+
+    def _release_detached(self, handle: _DetachedTables) -> None:
+        # The tables stay bound (their pages pinned) until now; freeing them releases the
+        # pages in the order a free at detach time would have.
+        handle.released = True
+        self.livetail_coordinator.free(handle.tables)
+        self._drain_events(None)
+
+    def remove_skipped_blocks(
+        self,
+        request_id: str,
+        processed_computed_tokens: int,
+        num_prompt_tokens: int | None = None,
+    ) -> None:
+        r = self._reqs.get(request_id)
+        if r is None or not self._reclaims or not len(r.tables[0]):
+            return
+        f = min(processed_computed_tokens, self._extent(r.tables))
+        self.livetail_coordinator.reclaim_expired(r.tables, f)
+        self._drain_events(None)
+
+    def evict_blocks(self, block_ids: set[int]) -> None:
+        evict = getattr(self.pool, "evict_names", None)
+        if evict is None:
+            raise unsupported("evict_blocks before the core has pool.evict_names")
+        evict(sorted(block_ids))
+        self._drain_events(None)
+
+    def reset_prefix_cache(self) -> bool:
+        reset = getattr(self.pool, "reset_names", None)
+        if reset is None:
+            raise unsupported("reset_prefix_cache before the core has pool.reset_names")
+        if not reset():
+            return False
+        self._drain_events(None)
+        if self.log_stats:
+            assert self.prefix_cache_stats is not None
+            self.prefix_cache_stats.reset = True
+        return True
+
+    def get_num_common_prefix_blocks(self, running_request_id: str) -> list[int]:
+        return [0] * self.num_kv_cache_groups
+
+    def take_events(self) -> list[KVCacheEvent]:
+        self._drain_events(None)
+        events, self._events = self._events, []
+        return events if self.enable_kv_cache_events else []
+
+    def get_blocks(self, request_id: str) -> KVCacheBlocks:
+        r = self._reqs.get(request_id)
+        if r is None:
+            return self.empty_kv_cache_blocks
+        return self.create_kv_cache_blocks(tuple(self._to_blocks(t) for t in r.tables))
+
+    def get_block_ids(self, request_id: str) -> tuple[list[int], ...]:
+        r = self._reqs.get(request_id)
+        if r is None:
+            return tuple([] for _ in range(self.num_kv_cache_groups))
+        return tuple(t.page_ids().tolist() for t in r.tables)
+
+    def get_block_ids_for_computed_tokens(
+        self, request_id: str, num_computed_tokens: int
+    ) -> tuple[list[int], ...]:
+        ids = self.get_block_ids(request_id)
+        return tuple(
+            x[: -(-num_computed_tokens // b)] for x, b in zip(ids, self._block_sizes)
+        )
+
+    def estimate_cached_tokens(self, request: Request) -> int:
+        r = self._reqs.get(request.request_id)
+        if r is None:
+            return 0
+        return min(n * b for n, b in zip(r.cached_blocks, self._block_sizes))
+
+    def cache_blocks(self, request: Request, num_computed_tokens: int) -> None:
+        r = self._reqs.get(request.request_id)
+        if r is None or not len(r.tables[0]):
+            return
+        self._cache(request, r, num_computed_tokens)
+
+    def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
+        return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks
+
+    def truncate_computed_blocks(self, blocks: KVCacheBlocks, num_computed_tokens: int) -> KVCacheBlocks:
+        raise unsupported("KV connectors (truncated local hits)")
+
+    def take_new_block_ids(self) -> list[int]:
+        ids, self._new_block_ids[:] = list(self._new_block_ids), []
+        return ids
+
+    def record_blocks_for_zeroing(self, request_id: str, start_token: int) -> None:
+        r = self._reqs.get(request_id)
+        if not self._zeroing or r is None:
+            return
+        for t, b in zip(r.tables, self._block_sizes):
+            assert start_token % b == 0
+            self._new_block_ids.extend(p for p in t.page_ids()[start_token // b :].tolist() if p)
+
+    def take_kv_cache_block_copies(self) -> tuple[list[Any], list[KVCacheBlock]]:
+        return [], []
+
+    def take_boundary_state_offloads(self) -> dict[str, list[tuple[int, int, int]]]:
+        return {}
+
+    def finalize_partial_tail_offloads(self, request: Request) -> list[tuple[int, int, int]]:
+        return []
+
+    def new_step_starts(self) -> None:
+        return None
+
+    # -- pool-level calls that the core grows (kept apart so they swap in one place) ----
+
+    def _name_pages(self, tables: list[livetail.BlockTable], keys: list[bytes], n: int) -> None:
+        self.livetail_coordinator.cache_full_blocks(tables, keys, n)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _drain_events(self, request: Request | None) -> None:
+        """livetail's pool events as vLLM's event objects (stored ones carry the tokens)."""
+        raw = self.pool.take_events()
+        if not raw or not self.enable_kv_cache_events:
+            return
+        for ev in raw:
+            kind, _tier, group, keys, parent, first = ev[:6]
+            if kind == "stored":
+                self._events.extend(self._stored(request, group, keys, parent, first))
+            elif kind == "removed":
+                self._events.extend(
+                    BlockRemoved(
+                        block_hashes=[maybe_convert_block_hash(self._hash(k))],
+                        medium=MEDIUM_GPU,
+                        group_idx=group,
+                    )
+                    for k in keys
+                )
+            else:
+                self._events.append(AllBlocksCleared())
+
+    def _hash(self, key: bytes) -> bytes:
+        return self._hash_of_key.get(key, key)
+
+    def _stored(
+        self,
+        request: Request | None,
+        group: int,
+        keys: Sequence[bytes],
+        parent: bytes | None,
+        first: int,
+    ) -> Iterator[BlockStored]:
+        assert request is not None, "names are given only while caching a request's blocks"
+        b = self._block_sizes[group]
+        kind, window = self.kv_cache_event_metadata[group]
+        lora = request.lora_request
+        prev = parent
+        for i, k in enumerate(keys):
+            start = (first + i) * b
+            yield BlockStored(
+                block_hashes=[maybe_convert_block_hash(self._hash(k))],
+                parent_block_hash=None if prev is None else maybe_convert_block_hash(self._hash(prev)),
+                token_ids=list(request.all_token_ids[start : start + b]),
+                block_size=b,
+                lora_id=lora.adapter_id if lora else None,
+                medium=MEDIUM_GPU,
+                lora_name=lora.name if lora else None,
+                group_idx=group,
+                kv_cache_spec_kind=kind,
+                kv_cache_spec_sliding_window=window,
+            )
+            prev = k
+
+
+def install(swap: bool = True) -> None:
+    """Make vLLM's scheduler module build livetail's manager (what the pytest plugin does).
+
+    ``swap=False`` keeps vLLM's own manager and only records each one's layout in
+    ``built_layouts`` (the baseline run of scripts/vllm_env.sh).
+    """
+    if swap:
+        _sched_module.KVCacheManager = KVCacheManager  # type: ignore[misc]
+        return
+    base = _sched_module.KVCacheManager
+
+    class _Recording(base):  # type: ignore[misc, valid-type]
+        def __init__(self, kv_cache_config: KVCacheConfig, *args: Any, **kwargs: Any) -> None:
+            built_layouts.append(layout_of(kv_cache_config))
+            super().__init__(kv_cache_config, *args, **kwargs)
+
+    _sched_module.KVCacheManager = _Recording  # type: ignore[misc]
+
+
+# -- schedulers ------------------------------------------------------------------------
+
+_swap_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _livetail_manager() -> Iterator[None]:
+    """vLLM's scheduler builds ``KVCacheManager`` by its module-level name: swap it."""
+    with _swap_lock:
+        saved = _sched_module.KVCacheManager
+        _sched_module.KVCacheManager = KVCacheManager  # type: ignore[misc]
+        try:
+            yield
+        finally:
+            _sched_module.KVCacheManager = saved  # type: ignore[misc]
+
+
+class Scheduler(_VllmScheduler):
+    """vLLM's scheduler on livetail's manager (``scheduler_cls``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        with _livetail_manager():
+            super().__init__(*args, **kwargs)
+
+
+class AsyncScheduler(_VllmAsyncScheduler):
+    """vLLM's async scheduler on livetail's manager (``scheduler_cls``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        with _livetail_manager():
+            super().__init__(*args, **kwargs)

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# vLLM 0.33.0's own scheduler tests (tests/v1/core/test_scheduler.py, test_async_scheduler.py)
+# on vLLM's KV-cache manager (the baseline) and on livetail.vllm.KVCacheManager (the adapter),
+# then scripts/vllm_stage1.py compares the two outcome files (README: "Under vLLM's scheduler").
+#
+#   scripts/vllm_env.sh DIR [build | baseline | adapter | check | all]    (default: all)
+#
+# DIR holds everything it makes, nothing of it is committed: venv/ (CPython 3.11, torch
+# 2.13.0, vllm 0.33.0 without its dependencies, the pinned set the tests need, livetail from
+# this checkout), cache/ (vLLM's 0.33.0 source distribution, of which only tests/ is used),
+# hf/ (a Hugging Face cache of config.json files only), results/ (junit xml per run, logs).
+# PYTHON overrides the interpreter (default: the newest CPython 3.11 of pyenv).
+# "all" runs the two test runs side by side (one core each) and the check.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(dirname "$here")"
+[ $# -ge 1 ] || { echo "usage: $0 DIR [build|baseline|adapter|check|all]" >&2; exit 2; }
+mkdir -p "$1"
+dir="$(cd "$1" && pwd)"
+what="${2:-all}"
+
+VLLM_VERSION=0.33.0
+TORCH_VERSION=2.13.0
+venv="$dir/venv"
+cache="$dir/cache"
+hf="$dir/hf"
+results="$dir/results"
+src="$cache/vllm-$VLLM_VERSION"
+TESTS=(tests/v1/core/test_scheduler.py tests/v1/core/test_async_scheduler.py)
+
+pick_python() {
+  if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
+  ls -d "$HOME"/.pyenv/versions/3.11.*/bin/python 2>/dev/null | sort -V | tail -n 1
+}
+
+fetch_tests() {
+  # The sdist's setup.py imports torch, setuptools_rust and setuptools_scm to report its
+  # metadata, so pip reads it inside the venv (no build isolation); with no target device
+  # and no version suffix the metadata says 0.33.0, as the file name does.
+  [ -f "$src/tests/v1/core/test_scheduler.py" ] && return
+  mkdir -p "$cache"
+  "$venv/bin/python" -m pip install --quiet -r "$here/vllm_sdist_requirements.txt"
+  VLLM_TARGET_DEVICE=empty VLLM_SKIP_VERSION_SUFFIX=1 "$venv/bin/python" -m pip download \
+    --quiet --no-deps --no-binary :all: --no-build-isolation -d "$cache" "vllm==$VLLM_VERSION"
+  tar -xzf "$cache/vllm-$VLLM_VERSION.tar.gz" -C "$cache" "vllm-$VLLM_VERSION/tests"
+}
+
+write_configs() {
+  # config.json of the two models the tests name, public architecture fields only.
+  "$venv/bin/python" - "$hf" <<'PY'
+import json, pathlib, sys
+hub = pathlib.Path(sys.argv[1]) / "hub"
+configs = {
+    "facebook/opt-125m": {
+        "architectures": ["OPTForCausalLM"], "model_type": "opt",
+        "activation_dropout": 0.0, "activation_function": "relu", "attention_dropout": 0.0,
+        "bos_token_id": 2, "do_layer_norm_before": True, "dropout": 0.1,
+        "enable_bias": True, "eos_token_id": 2, "ffn_dim": 3072, "hidden_size": 768,
+        "init_std": 0.02, "layer_norm_elementwise_affine": True, "layerdrop": 0.0,
+        "max_position_embeddings": 2048, "num_attention_heads": 12,
+        "num_hidden_layers": 12, "pad_token_id": 1, "prefix": "</s>",
+        "torch_dtype": "float16", "use_cache": True, "vocab_size": 50272,
+        "word_embed_proj_dim": 768,
+    },
+    "Qwen/Qwen3-0.6B": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+        "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 151643,
+        "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+        "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+        "max_position_embeddings": 40960, "max_window_layers": 28,
+        "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
+        "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+        "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
+    },
+}
+revision = "0" * 40
+for name, cfg in configs.items():
+    repo = hub / ("models--" + name.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True, exist_ok=True)
+    (snapshot / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+PY
+}
+
+build() {
+  local python
+  python="$(pick_python)"
+  [ -n "$python" ] || { echo "no CPython 3.11 found (set PYTHON)" >&2; exit 1; }
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet "torch==$TORCH_VERSION"
+  "$venv/bin/python" -m pip install --quiet --no-deps "vllm==$VLLM_VERSION"
+  "$venv/bin/python" -m pip install --quiet -r "$here/vllm_env_requirements.txt"
+  fetch_tests
+  write_configs
+  "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$repo"
+  "$venv/bin/python" -c 'import torch, vllm, livetail.vllm; print("torch", torch.__version__, "vllm", vllm.__version__, "livetail", livetail.__version__)'
+}
+
+# run NAME SWAP: vLLM's tests with the plugin (SWAP=1: livetail's manager, 0: vLLM's).
+run() {
+  mkdir -p "$results"
+  local start code=0
+  start=$(date +%s)
+  (cd "$src" && env VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1 HF_HOME="$hf" \
+    LIVETAIL_VLLM_SWAP="$2" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    -p livetail.vllm_pytest -o junit_family=xunit1 --junitxml="$results/$1.xml" \
+    "${TESTS[@]}") >"$results/$1.log" 2>&1 || code=$?
+  echo "$1: $(tail -n 1 "$results/$1.log") ($(($(date +%s) - start)) s wall, pytest exit $code)"
+}
+
+check() {
+  "$venv/bin/python" "$here/vllm_stage1.py" "$results/baseline.xml" "$results/adapter.xml"
+}
+
+case "$what" in
+  build) build ;;
+  baseline) run baseline 0 ;;
+  adapter) run adapter 1 ;;
+  check) check ;;
+  all)
+    build
+    run baseline 0 &
+    base_pid=$!
+    run adapter 1
+    wait "$base_pid"
+    check
+    ;;
+  *) echo "unknown step: $what" >&2; exit 2 ;;
+esac
