@@ -33,7 +33,7 @@ the default for ``dsv4``); the adapter runs the plain ``FullAttentionSpec`` /
 ``SlidingWindowSpec`` with the same page sizes and windows (it rejects MLA specs by name),
 and the harness checks that vLLM's manager gives the same trace on both spec flavours.
 
-Live tail (``--live-tail``): the adapter gives the compressor groups live-tail allocation.
+Live tail (the second table): the adapter gives the compressor groups live-tail allocation.
 Valid only for compressor kernels that read the chunk being compressed from activations,
 never from its pages (README, "When live tail is safe"); vLLM's manager is unchanged.
 
@@ -590,36 +590,29 @@ def print_agreement(rows: Sequence[Agreement], out: Callable[[str], None]) -> No
         )
 
 
-def live_tail_rows(ci: bool) -> list[tuple[str, int, Run, Run]]:
+def live_tail_case(stream: Stream, pool: int) -> tuple[str, int, Run, Run]:
+    """vLLM's manager (MLA specs) and the adapter with live tail on the compressor groups."""
     layout = "dsv4"
-    cases: list[tuple[Stream, list[int]]] = []
+    max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
+    v = run_stream(
+        make_manager("vllm", layout, pool, stream, max_len, mla=True), stream, layout, ""
+    )
+    lt = make_manager("livetail", layout, pool, stream, max_len, live_tail=True)
+    return stream.name, pool, v, run_stream(lt, stream, layout, "")
+
+
+def live_tail_rows(ci: bool) -> list[tuple[str, int, Run, Run]]:
+    cases: list[tuple[Stream, list[int]]] = [
+        (long_prompt_stream(), [6959] if ci else [6959, 12000])
+    ]
     if ci:
-        cases.append(
-            (
-                shared_prefix_stream(
-                    "shared prefix, 8 Ki steps", 5, 6, 1024, 2, (2048, 6000), (4, 8), 1, 8192
-                ),
-                [900],
-            )
+        stream = shared_prefix_stream(
+            "shared prefix, 8 Ki steps", 5, 6, 1024, 2, (2048, 6000), (4, 8), 1, 8192
         )
+        cases.append((stream, [900]))
     else:
-        cases.append((long_prompt_stream(), [6959, 12000]))
-        cases.append((streams(layout, False)[0], [1500, 3000, 6000]))
-    rows = []
-    for stream, pools in cases:
-        max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
-        for nb in pools:
-            v = run_stream(
-                make_manager("vllm", layout, nb, stream, max_len, mla=True), stream, layout, "vLLM"
-            )
-            lt = run_stream(
-                make_manager("livetail", layout, nb, stream, max_len, live_tail=True),
-                stream,
-                layout,
-                "livetail",
-            )
-            rows.append((stream.name, nb, v, lt))
-    return rows
+        cases.append((streams("dsv4", False)[0], [1500, 3000, 6000]))
+    return [live_tail_case(stream, nb) for stream, pools in cases for nb in pools]
 
 
 def print_live_tail(rows: Sequence[tuple[str, int, Run, Run]], out: Callable[[str], None]) -> None:

@@ -97,8 +97,25 @@ def test_vllm_same_on_mla_and_plain_specs(harness: Any) -> None:
     assert kinds == ["MLAAttentionSpec"] + ["SlidingWindowMLASpec"] * 4
 
 
-def test_live_tail_admits_where_vllm_wedges(harness: Any) -> None:
-    ((name, pool, v, lt),) = harness.live_tail_rows(ci=True)
+@pytest.fixture(scope="module")
+def live_rows(harness: Any) -> list[Any]:
+    return harness.live_tail_rows(ci=True)
+
+
+def test_live_tail_runs_the_long_prompts_vllm_never_admits(live_rows: list[Any]) -> None:
+    # vllm-ascend #15204's prompts (32 850 / 51 976 / 63 778 tokens, 64 Ki-token steps) on a
+    # pool of 6 958 free pages: vLLM's first chunk needs more than the pool, forever.
+    name, pool, v, lt = live_rows[0]
+    assert (name, pool) == ("long prompts (#15204)", 6959)
+    assert v.wedged_at == 0 and v.finished == 0 and v.peak_pages == 0
+    assert lt.drained and len(lt.steps) == 9
+    assert lt.max_running == 2 and lt.peak_pages == 6931
+    # per group during the first forward: MLA, SWA, SWA, ratio-4 state, ratio-128 state
+    assert lt.steps[0].pinned_forward == [257, 1025, 1025, 516, 4108]
+
+
+def test_live_tail_drains_a_shared_prefix_stream_vllm_wedges_on(live_rows: list[Any]) -> None:
+    name, pool, v, lt = live_rows[1]
     assert pool == 900
     assert v.wedged_at == 5 and v.finished == 0 and v.peak_pages == 0
     assert lt.drained and len(lt.steps) == 12
