@@ -82,6 +82,29 @@ def test_tight_dsv4_pool_differs_by_names_and_copies(rows: dict[tuple[str, int],
     assert (len(a.vllm.steps), len(a.adapter.steps)) == (26, 30)
 
 
+def _vllm_with_rules(harness: Any, layout: str, pool: int, rules: tuple[str, ...]) -> Any:
+    stream = harness.streams(layout, True)[0]
+    max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
+    m = harness.make_manager("vllm", layout, pool, stream, max_len, rules=rules)
+    return harness.run_stream(m, stream, layout, "")
+
+
+def test_reclaim_order_alone_explains_the_full_swa_difference(
+    harness: Any, rows: dict[tuple[str, int], Any]
+) -> None:
+    v = _vllm_with_rules(harness, "full_swa", 120, ("reclaim-order",))
+    assert harness.differences(v, rows["full_swa", 120].adapter) == []
+
+
+def test_pinned_copy_explains_what_remains_on_dsv4(
+    harness: Any, rows: dict[tuple[str, int], Any]
+) -> None:
+    v = _vllm_with_rules(harness, "dsv4", 900, ("reclaim-order", "dense-names"))
+    d = harness.differences(v, rows["dsv4", 900].adapter)
+    assert d[0][:2] == (17, "admitted")
+    assert d[0][2] == (("r6", 1024),) and d[0][3] == (("r6", 1024), ("r7", 0))
+
+
 def test_vllm_same_on_mla_and_plain_specs(harness: Any) -> None:
     stream = harness.streams("dsv4", True)[0]
     max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
