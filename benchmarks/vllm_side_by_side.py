@@ -169,35 +169,22 @@ def kv_cache_config(layout: str, num_blocks: int, mla: bool) -> Any:
     )
 
     groups = []
+    mla_kw: dict[str, Any] = dict(num_kv_heads=1, max_tp_shards=1, head_size=512)
+    plain_kw: dict[str, Any] = dict(num_kv_heads=1, head_size=64, dtype=torch.float16)
     for g, (kind, b, w) in enumerate(LAYOUTS[layout]):
         spec: Any
-        if kind == "full":
-            if mla:
-                spec = MLAAttentionSpec(
-                    block_size=b,
-                    num_kv_heads=1,
-                    max_tp_shards=1,
-                    head_size=512,
-                    dtype=torch.uint8,
-                    model_version="deepseek_v4",
-                )
-            else:
-                spec = FullAttentionSpec(
-                    block_size=b, num_kv_heads=1, head_size=64, dtype=torch.float16
-                )
+        if kind == "full" and mla:
+            spec = MLAAttentionSpec(
+                block_size=b, dtype=torch.uint8, model_version="deepseek_v4", **mla_kw
+            )
+        elif kind == "full":
+            spec = FullAttentionSpec(block_size=b, **plain_kw)
         elif mla:
             spec = SlidingWindowMLASpec(
-                block_size=b,
-                num_kv_heads=1,
-                max_tp_shards=1,
-                head_size=512,
-                dtype=torch.float32,
-                sliding_window=w,
+                block_size=b, dtype=torch.float32, sliding_window=w, **mla_kw
             )
         else:
-            spec = SlidingWindowSpec(
-                block_size=b, num_kv_heads=1, head_size=64, dtype=torch.float16, sliding_window=w
-            )
+            spec = SlidingWindowSpec(block_size=b, sliding_window=w, **plain_kw)
         groups.append(KVCacheGroupSpec([f"layer{g}"], spec))
     return KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=groups)
 
