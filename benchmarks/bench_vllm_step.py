@@ -15,12 +15,15 @@ Layout: full attention B=16 + sliding window W=128 B=16 (``--layout full``: one 
     python benchmarks/bench_vllm_step.py                      # N = 64 and 256
     python benchmarks/bench_vllm_step.py --only vllm --running 256 --steps 20   # one side
 
-Instruction counts (independent of machine load): run one side at a time under callgrind,
-with ``--steps K`` and ``--steps 0``; the difference is the K measured steps (setup, admission
-and prefill are the same in both runs):
+Instruction counts (independent of machine load): ``--callgrind`` builds a two-function C
+helper (needs a C compiler and valgrind's ``callgrind.h``) that starts callgrind's
+instrumentation just before the measured steps and stops it just after, so a run started
+with instrumentation off counts exactly those steps; run one side at a time:
 
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
-        python benchmarks/bench_vllm_step.py --only livetail --running 256 --steps 20 --no-share
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/dev/null \\
+        python benchmarks/bench_vllm_step.py --only livetail --running 256 --steps 20 --callgrind
+
+callgrind prints the count as ``Collected : N`` when the process exits.
 """
 
 from __future__ import annotations
@@ -208,20 +211,50 @@ class ManagerTimer:
         return timed
 
 
+CALLGRIND_HELPER = r"""
+#include <valgrind/callgrind.h>
+void livetail_bench_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void livetail_bench_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+
+
+def callgrind_switches() -> tuple[Callable[[], None], Callable[[], None]]:
+    """start() / stop() of callgrind's instrumentation (no-ops outside valgrind)."""
+    import ctypes
+    import subprocess
+
+    d = tempfile.mkdtemp(prefix="livetail-callgrind-")
+    src, lib = os.path.join(d, "h.c"), os.path.join(d, "h.so")
+    with open(src, "w") as f:
+        f.write(CALLGRIND_HELPER)
+    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", lib, src], check=True)
+    h = ctypes.CDLL(lib)
+    return h.livetail_bench_start, h.livetail_bench_stop
+
+
 def measure(
-    impls: list[str], running: int, steps: int, layout: str, share: bool = True
+    impls: list[str],
+    running: int,
+    steps: int,
+    layout: str,
+    share: bool = True,
+    switches: tuple[Callable[[], None], Callable[[], None]] | None = None,
 ) -> dict[str, Any]:
     nb = running * 200 + 1000
     scheds = {i: make_scheduler(i, running, nb, layout) for i in impls}
     for s in scheds.values():
         warm(s, running)
     times: dict[str, list[float]] = {i: [] for i in impls}
+    if switches is not None:
+        switches[0]()
     for _ in range(steps):
         for i, s in scheds.items():
             t0 = time.thread_time()  # CPU time of this thread: a busy machine inflates it less
             n = step(s)
             times[i].append(time.thread_time() - t0)
             assert n == running, (i, n)
+    if switches is not None:
+        switches[1]()
     res: dict[str, Any] = {}
     for i, s in scheds.items():
         if not share:
@@ -253,7 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=["vllm", "livetail"])
     ap.add_argument("--layout", choices=["full_swa", "full"], default="full_swa")
     ap.add_argument(
-        "--no-share", action="store_true", help="skip the timed-wrapper pass (callgrind runs)"
+        "--callgrind",
+        action="store_true",
+        help="instrument only the measured steps (run under callgrind with --instr-atstart=no);"
+        " skips the timed-wrapper pass",
     )
     args = ap.parse_args(argv)
     impls = [args.only] if args.only else ["vllm", "livetail"]
@@ -264,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| running | manager | step | KV manager per step | manager share | manager calls/step |")
     print("|---:|---|---:|---:|---:|---:|")
     for n in args.running:
-        res = measure(impls, n, args.steps, args.layout, share=not args.no_share)
+        switches = callgrind_switches() if args.callgrind else None
+        res = measure(impls, n, args.steps, args.layout, not args.callgrind, switches)
         for i in impls:
             r = res[i]
             print(
