@@ -28,10 +28,11 @@ Layouts: ``full_swa`` (full attention B=16 + sliding window W=128 B=16) and ``ds
 DeepSeek-V4 layout of vLLM issue #54703: MLA B=256 (full), two sliding-window groups B=64
 W=128, the ratio-4 compressor state B=4 W=8 and the ratio-128 compressor state B=8 W=128
 (vLLM 0.33 specs the compressor states as ``SlidingWindowMLASpec`` with those windows,
-``models/deepseek_v4/compressor.py``). vLLM's manager runs the real MLA specs (``--mla``,
-the default for ``dsv4``); the adapter runs the plain ``FullAttentionSpec`` /
-``SlidingWindowSpec`` with the same page sizes and windows (it rejects MLA specs by name),
-and the harness checks that vLLM's manager gives the same trace on both spec flavours.
+``models/deepseek_v4/compressor.py``). vLLM's manager runs the MLA specs
+(``MLAAttentionSpec``, ``SlidingWindowMLASpec`` for the four others); the adapter runs the
+plain ``FullAttentionSpec`` / ``SlidingWindowSpec`` with the same page sizes and windows (it
+rejects MLA specs by name), and the harness checks that vLLM's manager gives the same trace
+on both spec flavours.
 
 Live tail (the second table): the adapter gives the compressor groups live-tail allocation.
 Valid only for compressor kernels that read the chunk being compressed from activations,
