@@ -3,18 +3,19 @@
 # on vLLM's KV-cache manager (the baseline) and on livetail.vllm.KVCacheManager (the adapter),
 # then scripts/vllm_stage1.py compares the two outcome files (README: "Under vLLM's scheduler").
 #
-#   scripts/vllm_env.sh DIR [build | baseline | adapter | check | all]    (default: all)
+#   scripts/vllm_env.sh DIR [build | baseline | adapter | check | unit | all]  (default: all)
 #
 # DIR holds everything it makes, nothing of it is committed: venv/ (CPython 3.11, torch
 # 2.13.0, vllm 0.33.0 without its dependencies, the pinned set the tests need, livetail from
 # this checkout), cache/ (vLLM's 0.33.0 source distribution, of which only tests/ is used),
 # hf/ (a Hugging Face cache of config.json files only), results/ (junit xml per run, logs).
 # PYTHON overrides the interpreter (default: the newest CPython 3.11 of pyenv).
-# "all" runs the two test runs side by side (one core each) and the check.
+# "unit" runs livetail's own tests/test_vllm_adapter.py in that venv. "all" builds, runs the
+# two runs of vLLM's tests side by side (one core each), the check, and the unit tests.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-[ $# -ge 1 ] || { echo "usage: $0 DIR [build|baseline|adapter|check|all]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 DIR [build|baseline|adapter|check|unit|all]" >&2; exit 2; }
 mkdir -p "$1"
 dir="$(cd "$1" && pwd)"
 what="${2:-all}"
@@ -112,6 +113,10 @@ run() {
   echo "$1: $(tail -n 1 "$results/$1.log") ($(($(date +%s) - start)) s wall, pytest exit $code)"
 }
 
+unit() {
+  (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_adapter.py)
+}
+
 check() {
   "$venv/bin/python" "$here/vllm_stage1.py" "$results/baseline.xml" "$results/adapter.xml"
 }
@@ -121,6 +126,7 @@ case "$what" in
   baseline) run baseline 0 ;;
   adapter) run adapter 1 ;;
   check) check ;;
+  unit) unit ;;
   all)
     build
     run baseline 0 &
@@ -128,6 +134,7 @@ case "$what" in
     run adapter 1
     wait "$base_pid"
     check
+    unit
     ;;
   *) echo "unknown step: $what" >&2; exit 2 ;;
 esac

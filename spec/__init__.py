@@ -6,6 +6,7 @@ module, so one program can drive either and compare them step by step.
 
 from . import geometry
 from .coordinator import Coordinator, GroupSpec
+from .detach import DetachedTables
 from .host import HostPool, LoadPlan, OffloadPlan
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager
 from .plan import StepPlan
@@ -17,6 +18,7 @@ __all__ = [
     "BlockPool",
     "BlockTable",
     "Coordinator",
+    "DetachedTables",
     "FullAttentionManager",
     "GroupSpec",
     "HostPool",

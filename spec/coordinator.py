@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from . import geometry as geo
 from . import runs
 from ._args import bounded, count, instance
+from .detach import DetachedTables
+from .detach import detach as _detach
+from .detach import release_detached as _release_detached
 from .geometry import INT32_MAX
 from .host import HostPool, LoadPlan, OffloadPlan, _Plan
 from .host import abort_offload as _abort_offload
@@ -17,7 +20,7 @@ from .host import plan_offload as _plan_offload
 from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
 from .plan import StepPlan, apply_step, plan_step
 from .pool import BlockPool
-from .prefix import Name, PrefixMatch, check_keys
+from .prefix import Name, PrefixMatch, check_keys, check_token_ids
 from .table import BlockTable
 
 KINDS = ("full", "sliding", "state")
@@ -213,6 +216,22 @@ class Coordinator:
             m._free(self._pool, t)
             self._pinned[g] -= self._pool.num_free - before
 
+    def detach(self, tables: Sequence[BlockTable]) -> DetachedTables:
+        """Move the tables' references into a handle without releasing any (section 12).
+
+        The tables are checked as free checks them and end empty and unbound; the pages stay
+        pinned (and in their group's pinned_pages) until release_detached(handle).
+        """
+        return _detach(self, self._check_tables(tables))
+
+    def release_detached(self, handle: DetachedTables) -> int:
+        """Release a handle's references in the order free would have at detach time.
+
+        Returns the pages that re-entered the free queue; a handle released already, or one
+        of another coordinator, is a ValueError.
+        """
+        return _release_detached(self, handle)
+
     def stats(self) -> dict[str, int | list[int]]:
         """The pool's stats plus pinned_pages: the pages each group pins now."""
         out: dict[str, int | list[int]] = dict(self._pool.stats())
@@ -227,15 +246,25 @@ class Coordinator:
         return -1 if m.kind == "full" else int(geo.resume_pages(m._window(), m.block_size))
 
     def cache_full_blocks(
-        self, tables: Sequence[BlockTable], keys: Sequence[bytes], num_tokens: int
+        self,
+        tables: Sequence[BlockTable],
+        keys: Sequence[bytes],
+        num_tokens: int,
+        token_ids: Sequence[int] | None = None,
     ) -> int:
-        """Name every real full page up to num_tokens that has no name yet; returns how many."""
+        """Name every real full page up to num_tokens that has no name yet; returns how many.
+
+        token_ids (section 12): the request's token ids from position 0, at least num_tokens
+        of them; each name new to the pool then keeps the B token ids of the slot it names,
+        and its stored event carries them.
+        """
         ts = self._check_tables(tables)
         ks = check_keys(keys)
         n = count("num_tokens", num_tokens)
         for m, t in zip(self._managers, ts):
             if n > m._extent(t):
                 raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
+        toks = None if token_ids is None else check_token_ids(token_ids, n)
         named = 0
         for g, (m, t) in enumerate(zip(self._managers, ts)):
             B = m.block_size
@@ -254,11 +283,12 @@ class Coordinator:
                 page = t.slots[j]
                 if page != 0 and not self._pool._is_cached(page):
                     key = ks[(j + 1) * k - 1]
-                    new = self._pool._set_name(page, (g, key))
+                    slot_tokens = None if toks is None else tuple(toks[j * B : (j + 1) * B])
+                    new = self._pool._set_name(page, (g, key), slot_tokens)
                     named += 1
                     if new and self._pool._events_on:
                         parent = ks[j * k - 1] if j > 0 else None
-                        self._pool._note_stored(g, j, key, parent)
+                        self._pool._note_stored(g, j, key, parent, slot_tokens)
         self._pool._end_event_op()
         return named
 
@@ -409,6 +439,7 @@ class Coordinator:
                     hps,
                     [self._loaded_name(mt, g, j) for g, j in loads],
                     [mt._parents[g][j] for g, j in loads],
+                    [host._name_tokens(self._loaded_name(mt, g, j)) for g, j in loads],
                 ),
                 ts,
             )

@@ -54,6 +54,7 @@ class _Plan:
         host_pages: list[int],
         names: list[Name],
         parents: list[bytes | None],
+        tokens: list[tuple[int, ...] | None] | None = None,
     ) -> None:
         self._coordinator = coordinator
         self._groups = groups
@@ -62,6 +63,10 @@ class _Plan:
         self._host_pages = host_pages
         self._names = names
         self._parents = parents  # key of slot - 1 for the stored event, None if unknown
+        # The token ids each copied name carries (section 12), None where it carries none.
+        self._tokens: list[tuple[int, ...] | None] = (
+            tokens if tokens is not None else [None] * len(groups)
+        )
         self._state = PENDING
 
     @property
@@ -117,6 +122,7 @@ class LoadPlan(_Plan):
             plan._host_pages,
             plan._names,
             plan._parents,
+            plan._tokens,
         )
         self._tables = tables  # the request's tables; freeing one aborts the load
 
@@ -152,6 +158,7 @@ def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPla
     assert host is not None
     pool = c._pool
     picked: list[tuple[int, int, int, Name, bytes | None]] = []
+    tokens: list[tuple[int, ...] | None] = []
     for g, j in offload_set(c, tables, n):
         page = tables[g].slots[j]
         name = pool._name(page)
@@ -161,6 +168,7 @@ def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPla
         prev = tables[g].slots[j - 1] if j > 0 else 0
         prev_name = pool._name(prev) if prev else None
         picked.append((g, j, page, name, prev_name[1] if prev_name else None))
+        tokens.append(pool._name_tokens(name))
     host_pages = host._allocate(len(picked))
     if host_pages is None:
         return None
@@ -176,6 +184,7 @@ def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPla
         host_pages,
         [e[3] for e in picked],
         [e[4] for e in picked],
+        tokens,
     )
 
 
@@ -194,12 +203,12 @@ def complete_offload(c: Coordinator, plan: object) -> None:
     plan._check(c, "complete_offload")
     host = c._host
     assert host is not None
-    for g, j, hp, name, parent in zip(
-        plan._groups, plan._slots, plan._host_pages, plan._names, plan._parents
+    for g, j, hp, name, parent, toks in zip(
+        plan._groups, plan._slots, plan._host_pages, plan._names, plan._parents, plan._tokens
     ):
-        new = host._set_name(hp, name)
+        new = host._set_name(hp, name, toks)
         if new and host._events_on:
-            host._note_stored(g, j, name[1], parent)
+            host._note_stored(g, j, name[1], parent, toks)
     host._end_event_op()
     host._host_counters["pages_offloaded"] += plan.num_pages
     # Named host pages join the back of the host queue, the plan's last page first.
@@ -226,12 +235,12 @@ def complete_load(c: Coordinator, plan: object) -> None:
     host = c._host
     assert host is not None
     pool = c._pool
-    for g, j, dp, name, parent in zip(
-        plan._groups, plan._slots, plan._device_pages, plan._names, plan._parents
+    for g, j, dp, name, parent, toks in zip(
+        plan._groups, plan._slots, plan._device_pages, plan._names, plan._parents, plan._tokens
     ):
-        new = pool._set_name(dp, name)
+        new = pool._set_name(dp, name, toks)
         if new and pool._events_on:
-            pool._note_stored(g, j, name[1], parent)
+            pool._note_stored(g, j, name[1], parent, toks)
     pool._end_event_op()
     host._host_counters["pages_loaded"] += plan.num_pages
     host._release(plan._host_pages)

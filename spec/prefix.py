@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ._args import _is_bool, bounded
@@ -46,6 +46,24 @@ def page_keys(tokens: Sequence[int], base_block_size: int, salt: bytes = b"") ->
         prev = hashlib.sha256(prev + page + salt).digest()
         keys.append(prev)
     return keys
+
+
+def check_token_ids(token_ids: object, num_tokens: int) -> list[int]:
+    """A request's token ids from position 0, at least num_tokens of them, each a uint32."""
+    if isinstance(token_ids, (str, bytes, bytearray)) or not isinstance(token_ids, Iterable):
+        raise TypeError(f"token_ids must be a sequence of ints, not {type(token_ids).__name__}")
+    try:
+        toks = [_token(t) for t in token_ids]
+    except TypeError as e:
+        raise TypeError(f"token_ids: {e}") from None
+    for t in toks:
+        if not 0 <= t <= TOKEN_MAX:
+            raise ValueError(f"token_ids: token ids must be in [0, {TOKEN_MAX}], got {t}")
+    if len(toks) < num_tokens:
+        raise ValueError(
+            f"token_ids holds {len(toks)} token ids, fewer than num_tokens={num_tokens}"
+        )
+    return toks
 
 
 def check_keys(keys: object) -> list[bytes]:

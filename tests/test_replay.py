@@ -152,6 +152,7 @@ def test_kept_traces_exist() -> None:
         "variants/acquire-before-check.json",
         "host-round-trip.json",
         "variants/evict-pinned-host-page.json",
+        "names-reset-evict-detach.json",
     } <= names
 
 

@@ -16,6 +16,7 @@ v: int = livetail.__version__
 m = livetail.PrefixMatch()
 g = livetail.Manager()
 o = livetail.OffloadPlan()
+d = livetail.DetachedTables()
 h: livetail.BlockPool = livetail.HostPool(8)
 
 
@@ -49,6 +50,10 @@ same: livetail.HostPool | None = tiered.host
 name: tuple[int, bytes] | None = pool.name(1)
 reset: bool = pool.reset_names() and host.reset_names()
 dropped: int = pool.evict_names([1, 2]) + host.evict_names(())
+handle: livetail.DetachedTables = coord.detach(coord.new_tables())
+back: int = coord.release_detached(handle) + handle.num_pages
+done: bool = handle.released
+named: int = coord.cache_full_blocks(coord.new_tables(), [], 0, token_ids=[1, 2])
 """
 
 
@@ -84,6 +89,7 @@ def test_stub_rejects_subclasses_of_final_classes_and_constructing_a_match(
         'error: Too few arguments for "PrefixMatch"  [call-arg]',
         'error: Too few arguments for "Manager"  [call-arg]',
         'error: Too few arguments for "OffloadPlan"  [call-arg]',
+        'error: Too few arguments for "DetachedTables"  [call-arg]',
         'error: Incompatible types in assignment (expression has type "HostPool", variable '
         'has type "BlockPool")  [assignment]',
         'error: Cannot inherit from final class "BlockPool"  [misc]',

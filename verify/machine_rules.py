@@ -174,7 +174,10 @@ def differential_machine(
             """After a forward step an engine names the chunk's pages, then reclaims."""
             low = min(t.extent for t in self.w.state().tables[r])
             if self.w.prefix and data.draw(st.booleans(), label="cache after"):
-                self.step({"op": "cache", "request": r, "doc": r % 2, "tokens": low})
+                op: Op = {"op": "cache", "request": r, "doc": r % 2, "tokens": low}
+                if data.draw(st.booleans(), label="with token ids"):
+                    op["with_tokens"] = True
+                self.step(op)
                 self.cached_upto[r % 2] = max(self.cached_upto[r % 2], low)
             if data.draw(st.booleans(), label="reclaim after"):
                 self.step({"op": "reclaim", "request": r, "frontier": low})
@@ -225,7 +228,10 @@ def differential_machine(
             r = self.request(data)
             low = min(t.extent for t in self.w.state().tables[r])
             n = data.draw(st.sampled_from([low, low, low + 1]) | st.integers(0, low))
-            self.step({"op": "cache", "request": r, "doc": r % 2, "tokens": n})
+            op: Op = {"op": "cache", "request": r, "doc": r % 2, "tokens": n}
+            if data.draw(st.booleans(), label="with token ids"):
+                op["with_tokens"] = True  # section 12: names carry the slots' token ids
+            self.step(op)
             if n <= low:
                 self.cached_upto[r % 2] = max(self.cached_upto[r % 2], n)
 

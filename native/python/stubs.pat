@@ -21,3 +21,7 @@
 
 \.LoadPlan\.__prefix__$:
     def __init__(self, _never: typing.NoReturn, /) -> None: ...
+
+# A detached handle is made by Coordinator.detach only.
+\.DetachedTables\.__prefix__$:
+    def __init__(self, _never: typing.NoReturn, /) -> None: ...

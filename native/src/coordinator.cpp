@@ -257,7 +257,8 @@ int64_t Coordinator::resume(size_t g) const noexcept {
 }
 
 int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
-                                       std::span<const Key> keys, int64_t num_tokens) {
+                                       std::span<const Key> keys, int64_t num_tokens,
+                                       const uint32_t* token_ids) {
   Manager::check_count(num_tokens, "num_tokens");
   check_tables(tables);
   check_keys(keys);
@@ -275,7 +276,11 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
     extra +=
         managers_[i].kind() == GroupKind::state ? 1 : std::max<int64_t>(0, covered - t.named_upto_);
   }
-  pool_->reserve_names(extra);  // the only throw (std::bad_alloc): nothing named yet
+  // The only throws (std::bad_alloc): nothing named yet. Events: one key (and its B token
+  // ids) per name at most.
+  const int64_t extra_tokens = token_ids != nullptr ? token_room(tables, nkeys, num_tokens) : 0;
+  pool_->reserve_names(extra, extra_tokens);
+  if (pool_->events_enabled()) pool_->reserve_events(extra, extra_tokens);
   int64_t named = 0;
   for (size_t i = 0; i < g; ++i) {
     BlockTable& t = *tables[i];
@@ -289,11 +294,13 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
       const int32_t p = s[j];
       if (p == 0) return;
       const Key& key = keys[static_cast<size_t>((j + 1) * k - 1)];
-      const int r = pool_->set_name(p, group, key);
+      const std::span<const uint32_t> tok = slot_tokens(token_ids, j, B);
+      const int r = pool_->set_name(p, group, key, tok.data(), static_cast<uint32_t>(tok.size()));
       named += r != 0;
       // A name new to the pool is a stored event; its parent is the previous slot's key.
       if (r == 2 && events)
-        pool_->note_stored(group, j, key, j > 0 ? &keys[static_cast<size_t>(j * k - 1)] : nullptr);
+        pool_->note_stored(group, j, key, j > 0 ? &keys[static_cast<size_t>(j * k - 1)] : nullptr,
+                           tok, token_ids != nullptr);
     };
     if (managers_[i].kind() == GroupKind::state) {
       // Only the slot ending exactly at num_tokens holds a usable state snapshot, and only a
@@ -316,6 +323,49 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
   }
   pool_->end_event_op();
   return named;
+}
+
+int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
+                                       std::span<const Key> keys, int64_t num_tokens) {
+  return cache_full_blocks(tables, keys, num_tokens, static_cast<const uint32_t*>(nullptr));
+}
+
+int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
+                                       std::span<const Key> keys, int64_t num_tokens,
+                                       std::span<const uint32_t> token_ids) {
+  Manager::check_count(num_tokens, "num_tokens");
+  if (static_cast<int64_t>(token_ids.size()) < num_tokens)
+    fail("token_ids", "holds " + std::to_string(token_ids.size()) +
+                          " token ids, fewer than num_tokens = " + std::to_string(num_tokens));
+  return cache_full_blocks(tables, keys, num_tokens, token_ids.data());
+}
+
+// Section 12's token ids, kept apart from the naming loop: slot j's B ids. The callers
+// checked (j + 1) * B <= num_tokens <= 2**31 - 1, so the offsets cannot overflow.
+std::span<const uint32_t> Coordinator::slot_tokens(const uint32_t* ids, int64_t j, int64_t B) {
+  if (ids == nullptr) return {};
+  return {ids + j * B, static_cast<size_t>(B)};
+}
+
+// Token ids the host names a match serves carry (section 12: a load copies them).
+size_t Coordinator::host_tokens(const PrefixMatch& match) const noexcept {
+  size_t n = 0;
+  for (const PrefixMatch::HostNamed& h : match.host_named_) n += host_->name_tokens(h.page).size();
+  return n;
+}
+
+// Token ids the names a cache_full_blocks call adds may carry at most: B per slot offered.
+int64_t Coordinator::token_room(std::span<BlockTable* const> tables, int64_t nkeys,
+                                int64_t num_tokens) const {
+  int64_t room = 0;
+  for (size_t i = 0; i < managers_.size(); ++i) {
+    const int64_t B = managers_[i].block_size();
+    const int64_t covered = std::min(num_tokens / B, nkeys / (B / base_));
+    room += B * (managers_[i].kind() == GroupKind::state
+                     ? 1
+                     : std::max<int64_t>(0, covered - tables[i]->named_upto_));
+  }
+  return room;
 }
 
 PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
@@ -463,6 +513,7 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     plan->keys_.resize(loads);
     plan->parents_.resize(loads);
     plan->has_parent_.resize(loads);
+    plan->reserve_tokens(loads, host_tokens(match));  // the loaded names' token ids
   }
   for (size_t i = 0; i < g; ++i)  // the only throw (std::bad_alloc): nothing changed yet
     tables[i]->slots_.reserve(static_cast<size_t>(match.pages(static_cast<int64_t>(i)).size()));
@@ -501,6 +552,7 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     plan->keys_[e] = h.key;
     plan->parents_[e] = h.parent;
     plan->has_parent_[e] = h.has_parent;
+    plan->add_tokens(e, hb.name_tokens(h.page));  // reserved above
   }
   PendingLoad& pending = loads_.back();
   pending.id = plan->id_ = next_load_++;
@@ -510,6 +562,49 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     tables[i]->load_ = plan->id_;
   }
   return plan;
+}
+
+// --- deferred free (semantics section 12) ----------------------------------------------------
+
+DetachedTables Coordinator::detach(std::span<BlockTable* const> tables) {
+  check_tables(tables);
+  const size_t g = managers_.size();
+  DetachedTables h;
+  h.coordinator_ = id_;
+  size_t total = 0;
+  for (size_t i = 0; i < g; ++i) total += static_cast<size_t>(tables[i]->real_);
+  h.pages_.reserve(total);  // the only throws (std::bad_alloc): nothing changed yet
+  h.group_end_.reserve(g);
+  for (size_t i = 0; i < g; ++i) {
+    BlockTable& t = *tables[i];
+    if (t.load_ != 0) abort_load(t.load_);
+    // Reclaim left no real page below the floor.
+    for (int64_t j = t.floor_; j < t.size(); ++j)
+      if (t.slots_[static_cast<size_t>(j)] != 0) h.pages_.push_back(t.slots_[static_cast<size_t>(j)]);
+    h.group_end_.push_back(h.pages_.size());
+    t.slots_.clear();
+    t.tail_ = t.floor_ = t.real_ = t.named_upto_ = 0;
+    t.pool_ = nullptr;
+    t.block_size_ = 0;
+  }
+  return h;
+}
+
+int64_t Coordinator::release_detached(DetachedTables& handle) {
+  if (handle.coordinator_ != id_) fail("handle", "comes from another coordinator");
+  if (handle.released_) fail("handle", "was released already");
+  int64_t reentered = 0;
+  size_t begin = 0;
+  for (size_t i = 0; i < handle.group_end_.size(); ++i) {
+    BlockPool::Releaser rel(*pool_);
+    for (size_t e = handle.group_end_[i]; e-- > begin;) rel.release(handle.pages_[e]);
+    const int64_t r = rel.done();
+    pinned_[i] -= r;
+    reentered += r;
+    begin = handle.group_end_[i];
+  }
+  handle.released_ = true;
+  return reentered;
 }
 
 }  // namespace livetail

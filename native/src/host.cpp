@@ -83,6 +83,11 @@ std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const
   }
   const int64_t k = plan.num_pages();
   if (k > host_->num_free()) return std::nullopt;
+  size_t ntok = 0;  // the copied names' token ids (section 12), copied with them
+  for (const int32_t p : plan.device_) ntok += pool_->name_tokens(p).size();
+  plan.reserve_tokens(plan.device_.size(), ntok);
+  for (size_t e = 0; e < plan.device_.size(); ++e)
+    plan.add_tokens(e, pool_->name_tokens(plan.device_[e]));
   plan.host_.resize(static_cast<size_t>(k));
   host_->take(k, plan.host_.data());
   for (const int32_t p : plan.device_) ++pool_->ref_[p];  // the copy's reference
@@ -101,12 +106,17 @@ void Coordinator::release_offloaded(const CopyPlan& plan) {
 void Coordinator::complete_offload(OffloadPlan& plan) {
   check_plan(plan, plan.state_, "complete_offload");
   BlockPool& hb = *host_;
-  hb.reserve_names(plan.num_pages());  // the only throw (std::bad_alloc): nothing changed yet
+  // The only throws (std::bad_alloc): nothing changed yet.
+  const auto ntok = static_cast<int64_t>(plan.tokens_.size());
+  hb.reserve_names(plan.num_pages(), ntok);
+  if (hb.events_enabled()) hb.reserve_events(plan.num_pages(), ntok);
   for (size_t e = 0; e < plan.host_.size(); ++e) {
-    const int r = hb.set_name(plan.host_[e], plan.groups_[e], plan.keys_[e]);
+    const std::span<const uint32_t> t = plan.entry_tokens(e);
+    const int r = hb.set_name(plan.host_[e], plan.groups_[e], plan.keys_[e], t.data(),
+                              static_cast<uint32_t>(t.size()));
     if (r == 2 && hb.events_enabled())
       hb.note_stored(plan.groups_[e], plan.slots_[e], plan.keys_[e],
-                     plan.has_parent_[e] ? &plan.parents_[e] : nullptr);
+                     plan.has_parent_[e] ? &plan.parents_[e] : nullptr, t, !t.empty());
   }
   hb.end_event_op();
   host_->offloaded_ += plan.num_pages();
@@ -132,13 +142,18 @@ PlanState Coordinator::load_state(const LoadPlan& plan) const noexcept {
 
 void Coordinator::complete_load(LoadPlan& plan) {
   check_plan(plan, plan.coordinator_ == id_ ? load_state(plan) : plan.state_, "complete_load");
-  pool_->reserve_names(plan.num_pages());  // the only throw (std::bad_alloc)
+  // The only throws (std::bad_alloc).
+  const auto ntok = static_cast<int64_t>(plan.tokens_.size());
+  pool_->reserve_names(plan.num_pages(), ntok);
   const bool events = pool_->events_enabled();
+  if (events) pool_->reserve_events(plan.num_pages(), ntok);
   for (size_t e = 0; e < plan.device_.size(); ++e) {
-    const int r = pool_->set_name(plan.device_[e], plan.groups_[e], plan.keys_[e]);
+    const std::span<const uint32_t> t = plan.entry_tokens(e);
+    const int r = pool_->set_name(plan.device_[e], plan.groups_[e], plan.keys_[e], t.data(),
+                                  static_cast<uint32_t>(t.size()));
     if (r == 2 && events)
       pool_->note_stored(plan.groups_[e], plan.slots_[e], plan.keys_[e],
-                         plan.has_parent_[e] ? &plan.parents_[e] : nullptr);
+                         plan.has_parent_[e] ? &plan.parents_[e] : nullptr, t, !t.empty());
   }
   pool_->end_event_op();
   host_->loaded_ += plan.num_pages();

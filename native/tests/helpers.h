@@ -10,6 +10,16 @@
 
 #include "livetail/coordinator.h"
 
+namespace livetail {
+// The pool's private state some tests need to reach.
+struct PoolTestAccess {
+  // Puts a page's reference count where 2^31 - 1 holders would (no test can make that many).
+  static void set_ref(BlockPool& pool, int32_t page, int32_t count) { pool.ref_[page] = count; }
+  // Token ids the pool's flat array holds, live and dropped (semantics section 12).
+  static size_t tokens_held(const BlockPool& pool) { return pool.tokens_.size(); }
+};
+}  // namespace livetail
+
 namespace livetail::testing {
 
 using Pages = std::vector<int32_t>;

@@ -2,6 +2,8 @@
 // exact queue orders, counters and events, and bad input leaving the pool unchanged.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "helpers.h"
 #include "livetail/coordinator.h"
 #include "livetail/prefix.h"
@@ -179,6 +181,132 @@ TEST(Names, WithoutRetentionAnEvictedFreePageStaysInPlace) {
   ASSERT_TRUE(n.pool.allocate(7, out.data()));
   EXPECT_EQ(out, (Pages{4, 5, 6, 7, 3, 2, 1}));
   EXPECT_EQ(n.pool.stats().pages_evicted, 2);
+}
+
+}  // namespace
+}  // namespace livetail::testing
+
+namespace livetail::testing {
+namespace {
+
+// full B=4 and a live-tail sliding group B=2, W=3 (lcm 4): 16 tokens take pages 1-4 and
+// 5-8 (sliding slots 1, 3, 5, 7), all named.
+struct Mixed {
+  Mixed()
+      : pool(40, true, true),
+        c({GroupSpec(GroupKind::full, 4), GroupSpec(GroupKind::sliding, 2, 3, true)}, pool),
+        toks(tokens(116)),
+        keys(page_keys(std::vector<uint32_t>(toks.begin() + 100, toks.end()), 2)) {}
+  BlockPool pool;
+  Coordinator c;
+  std::vector<uint32_t> toks;  // 0..115: the prompt is toks[100..116)
+  std::vector<Key> keys;
+  std::span<const uint32_t> prompt() const { return {toks.data() + 100, 16}; }
+};
+
+TEST(Detach, HoldsEveryReferenceAndReleasesAsFreeWould) {
+  Pages after[2];
+  for (int deferred = 0; deferred < 2; ++deferred) {
+    Mixed m;
+    Request r(2), other(2);
+    ASSERT_TRUE(m.c.acquire(r.ptrs, 16));
+    EXPECT_EQ(m.c.cache_full_blocks(r.ptrs, m.keys, 16), 8);
+    ASSERT_TRUE(m.c.acquire(other.ptrs, 8));
+    if (deferred) {
+      const Pages queue = queue_of(m.pool);
+      const uint64_t version = m.pool.version();
+      DetachedTables h = m.c.detach(r.ptrs);
+      EXPECT_EQ(h.num_pages(), 8);
+      EXPECT_FALSE(h.released());
+      EXPECT_EQ(queue_of(m.pool), queue);
+      EXPECT_EQ(m.pool.version(), version);
+      EXPECT_EQ(m.pool.num_pinned(), 12);
+      EXPECT_EQ(m.c.pinned_pages(0), 6);
+      EXPECT_EQ(m.c.pinned_pages(1), 6);
+      for (BlockTable& t : r.tables) {
+        EXPECT_EQ(t.size(), 0);
+        EXPECT_FALSE(t.is_bound());
+      }
+      EXPECT_EQ(m.c.release_detached(h), 8);
+      EXPECT_TRUE(h.released());
+      const Pages q = queue_of(m.pool);
+      EXPECT_INVALID_UNCHANGED(queue_of(m.pool), m.c.release_detached(h));
+      EXPECT_EQ(q, queue_of(m.pool));
+    } else {
+      EXPECT_EQ(m.c.free(r.ptrs), 8);
+    }
+    m.c.free(other.ptrs);
+    after[deferred] = queue_of(m.pool);
+    EXPECT_EQ(m.c.pinned_pages(0), 0);
+    EXPECT_EQ(m.c.pinned_pages(1), 0);
+  }
+  EXPECT_EQ(after[0], after[1]);
+  EXPECT_EQ(after[1], concat({{11, 12, 9, 10}, iota(13, 40), {4, 3, 2, 1, 8, 7, 6, 5}}));
+}
+
+TEST(Detach, AHandleOfAnotherCoordinatorIsRejected) {
+  Mixed a, b;
+  Request r(2);
+  ASSERT_TRUE(a.c.acquire(r.ptrs, 16));
+  DetachedTables h = a.c.detach(r.ptrs);
+  EXPECT_THROW(b.c.release_detached(h), std::invalid_argument);
+  EXPECT_FALSE(h.released());
+  EXPECT_EQ(a.c.release_detached(h), 8);
+}
+
+TEST(Tokens, NamesKeepTheirSlotsTokenIdsAndStoredEventsCarryThem) {
+  Mixed m;
+  Request r(2);
+  ASSERT_TRUE(m.c.acquire(r.ptrs, 16));
+  const std::vector<uint32_t> short_ids(15, 1);
+  EXPECT_INVALID_UNCHANGED(state_of(m.pool), m.c.cache_full_blocks(r.ptrs, m.keys, 16, short_ids));
+  EXPECT_EQ(m.c.cache_full_blocks(r.ptrs, m.keys, 16, m.prompt()), 8);
+  EXPECT_EQ(m.pool.name_tokens(1).size(), 4u);
+  EXPECT_EQ(m.pool.name_tokens(4)[0], 112u);
+  EXPECT_EQ(m.pool.name_tokens(8).size(), 2u);
+  EXPECT_EQ(m.pool.name_tokens(8)[1], 115u);
+  const auto& ev = m.pool.events();
+  ASSERT_EQ(ev.size(), 5u);  // full 0-3; sliding 1, 3, 5, 7 (holes split the runs)
+  EXPECT_TRUE(ev[0].has_tokens);
+  EXPECT_EQ(ev[0].key_count, 4u);
+  EXPECT_EQ(ev[0].token_count, 16u);
+  EXPECT_EQ(m.pool.event_tokens()[ev[0].token_begin], 100u);
+  EXPECT_EQ(ev[4].first_slot, 7);
+  EXPECT_EQ(ev[4].token_count, 2u);
+  EXPECT_EQ(m.pool.event_tokens()[ev[4].token_begin], 114u);
+  // Dropped names leave their token ids behind: compaction keeps the live ones right.
+  m.c.free(r.ptrs);
+  size_t most = 0;
+  for (int round = 0; round < 6; ++round) {
+    Request again(2);
+    ASSERT_TRUE(m.c.acquire(again.ptrs, 16));
+    m.c.cache_full_blocks(again.ptrs, m.keys, 16, m.prompt());
+    std::vector<int64_t> full;  // every page carrying a full-group name
+    for (int32_t p = 1; p < 40; ++p) {
+      const auto t = m.pool.name_tokens(p);
+      if (!m.pool.is_cached(p)) {
+        EXPECT_TRUE(t.empty());
+        continue;
+      }
+      int32_t g = 0;
+      Key k{};
+      ASSERT_TRUE(m.pool.name(p, g, k));
+      const auto j = static_cast<size_t>(std::find(m.keys.begin(), m.keys.end(), k) - m.keys.begin());
+      const size_t B = g == 0 ? 4 : 2;
+      const size_t slot = (j + 1) * 2 / B - 1;  // the slot the name covers
+      ASSERT_EQ(t.size(), B);
+      EXPECT_EQ(t[0], 100 + slot * B) << "page " << p << " round " << round;
+      if (g == 0) full.push_back(p);
+    }
+    // The full group's names go (their token ids become garbage), the sliding group's stay.
+    EXPECT_EQ(m.pool.evict_names(full), static_cast<int64_t>(full.size()));
+    EXPECT_EQ(m.pool.num_names(), 4);
+    most = std::max(most, PoolTestAccess::tokens_held(m.pool));
+    m.c.free(again.ptrs);
+  }
+  // 16 new full-group ids a round (rounds 1-5) on top of the first 24: 104 without compaction,
+  // which runs once the dropped ids outweigh twice the live ones plus a call's reservation.
+  EXPECT_EQ(most, 56u);
 }
 
 }  // namespace

@@ -8,13 +8,6 @@
 
 #include "helpers.h"
 
-namespace livetail {
-// Puts a page's reference count where 2^31 - 1 holders would (no test can make that many).
-struct PoolTestAccess {
-  static void set_ref(BlockPool& pool, int32_t page, int32_t count) { pool.ref_[page] = count; }
-};
-}  // namespace livetail
-
 namespace livetail::testing {
 namespace {
 

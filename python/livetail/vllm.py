@@ -168,21 +168,11 @@ class _Req:
 
 
 class _Detached(KVCacheBlock):
-    """A block handed out by ``pop_blocks_for_free``: carries the tables it came from."""
+    """A block handed out by ``pop_blocks_for_free``: carries its request's detached handle."""
 
-    def __init__(self, block_id: int, handle: _DetachedTables) -> None:
+    def __init__(self, block_id: int, handle: Any) -> None:
         super().__init__(block_id)
-        self.handle = handle
-
-
-class _DetachedTables:
-    """A request's tables, taken off the request, freed once by ``release``."""
-
-    __slots__ = ("released", "tables")
-
-    def __init__(self, tables: list[livetail.BlockTable]) -> None:
-        self.tables = tables
-        self.released = False
+        self.handle = handle  # the Coordinator's DetachedTables
 
 
 class _View:
@@ -193,7 +183,10 @@ class _View:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        raise unsupported(f"vLLM's {self._what}.{name}")
+        raise unsupported(
+            f"vLLM's {self._what}.{name} (manager internals, read by connectors such as the "
+            "auxiliary-output connector)"
+        )
 
 
 class _FreeQueueView:
@@ -235,7 +228,7 @@ class _BlockPoolView(_View):
 
     def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
         """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
-        handles: list[_DetachedTables] = []
+        handles: list[Any] = []
         for block in ordered_blocks:
             if block.is_null:
                 continue
@@ -396,9 +389,7 @@ class KVCacheManager(_View):
         self.use_eagle = False
         self.log_stats = log_stats
         self.metrics_collector = None
-        self.prefix_cache_stats: PrefixCacheStats | None = (
-            PrefixCacheStats() if log_stats else None
-        )
+        self.prefix_cache_stats: PrefixCacheStats | None = PrefixCacheStats() if log_stats else None
         self.mamba_shared_prefix_checkpoint = False
         self.retained_hit_group_ids: tuple[int, ...] = ()
         self.num_kv_cache_groups = len(kv_cache_config.kv_cache_groups)
@@ -505,7 +496,9 @@ class KVCacheManager(_View):
         if match is not None:
             rest = max(0, num_tokens - match.num_tokens)
             # Exact on fresh tables: a match ends on a multiple of the lcm (semantics 6, 8).
-            return int(c.blocks_consumed_by_claim(match)) + int(c.blocks_needed_for(self._fresh, rest))
+            return int(c.blocks_consumed_by_claim(match)) + int(
+                c.blocks_needed_for(self._fresh, rest)
+            )
         return int(c.blocks_needed_for(tables, max(0, num_tokens - self._extent(tables))))
 
     # -- the interface vLLM's scheduler uses ----------------------------------------------
@@ -579,7 +572,11 @@ class KVCacheManager(_View):
         has_scheduled_reqs: bool = True,
         skip_zeroing_group_ids: tuple[int, ...] = (),
     ) -> KVCacheBlocks | None:
-        if num_new_tokens == 0 and num_external_computed_tokens == 0 and num_new_computed_tokens == 0:
+        if (
+            num_new_tokens == 0
+            and num_external_computed_tokens == 0
+            and num_new_computed_tokens == 0
+        ):
             raise ValueError(
                 "num_new_tokens must be greater than 0 when there are no computed tokens to adopt"
             )
@@ -599,7 +596,10 @@ class KVCacheManager(_View):
         local = request.num_computed_tokens + num_new_computed_tokens
         total = min(local, self.max_model_len)
         watermark = 0
-        if has_scheduled_reqs and request.status in (RequestStatus.WAITING, RequestStatus.PREEMPTED):
+        if has_scheduled_reqs and request.status in (
+            RequestStatus.WAITING,
+            RequestStatus.PREEMPTED,
+        ):
             watermark = self.watermark_blocks
         if full_sequence_must_fit:
             full = min(request.num_tokens, self.max_model_len)
@@ -629,7 +629,9 @@ class KVCacheManager(_View):
             assert ok, "an acquire failed after its charge was checked"
         new = tuple(self._to_blocks(t, b) for t, b in zip(tables, before))
         if self._zeroing:
-            self._new_block_ids.extend(b.block_id for blocks in new for b in blocks if not b.is_null)
+            self._new_block_ids.extend(
+                b.block_id for blocks in new for b in blocks if not b.is_null
+            )
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens))
         return self.create_kv_cache_blocks(new)
 
@@ -681,19 +683,17 @@ class KVCacheManager(_View):
         r = self._reqs.pop(rid, None)
         if r is None:
             return []
-        handle = _DetachedTables(r.tables)
-        blocks: list[KVCacheBlock] = [
-            _Detached(p, handle) for t in r.tables for p in t.page_ids().tolist() if p != 0
-        ]
-        if not blocks:
-            self._release_detached(handle)
-        return blocks
+        pages = [p for t in r.tables for p in t.page_ids().tolist() if p != 0]
+        if not pages:
+            self.livetail_coordinator.free(r.tables)
+            return []
+        # The references move to a handle (pages stay pinned) until the scheduler's
+        # block_pool.free_blocks releases them, in the order a free now would have.
+        handle = self.livetail_coordinator.detach(r.tables)
+        return [_Detached(p, handle) for p in pages]
 
-    def _release_detached(self, handle: _DetachedTables) -> None:
-        # The tables stay bound (their pages pinned) until now; freeing them releases the
-        # pages in the order a free at detach time would have.
-        handle.released = True
-        self.livetail_coordinator.free(handle.tables)
+    def _release_detached(self, handle: Any) -> None:
+        self.livetail_coordinator.release_detached(handle)
         self._drain_events(None)
 
     def remove_skipped_blocks(
@@ -710,17 +710,13 @@ class KVCacheManager(_View):
         self._drain_events(None)
 
     def evict_blocks(self, block_ids: set[int]) -> None:
-        evict = getattr(self.pool, "evict_names", None)
-        if evict is None:
-            raise unsupported("evict_blocks before the core has pool.evict_names")
-        evict(sorted(block_ids))
+        """Drop the names of the given pages (their content is bad); pinned ones stay pinned."""
+        self.pool.evict_names(sorted(block_ids))
         self._drain_events(None)
 
     def reset_prefix_cache(self) -> bool:
-        reset = getattr(self.pool, "reset_names", None)
-        if reset is None:
-            raise unsupported("reset_prefix_cache before the core has pool.reset_names")
-        if not reset():
+        """Drop every name; refused (False) while any page is in use, as vLLM refuses."""
+        if self.pool.num_pinned or not self.pool.reset_names():
             return False
         self._drain_events(None)
         if self.log_stats:
@@ -752,9 +748,7 @@ class KVCacheManager(_View):
         self, request_id: str, num_computed_tokens: int
     ) -> tuple[list[int], ...]:
         ids = self.get_block_ids(request_id)
-        return tuple(
-            x[: -(-num_computed_tokens // b)] for x, b in zip(ids, self._block_sizes)
-        )
+        return tuple(x[: -(-num_computed_tokens // b)] for x, b in zip(ids, self._block_sizes))
 
     def estimate_cached_tokens(self, request: Request) -> int:
         r = self._reqs.get(request.request_id)
@@ -771,7 +765,9 @@ class KVCacheManager(_View):
     def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
         return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks
 
-    def truncate_computed_blocks(self, blocks: KVCacheBlocks, num_computed_tokens: int) -> KVCacheBlocks:
+    def truncate_computed_blocks(
+        self, blocks: KVCacheBlocks, num_computed_tokens: int
+    ) -> KVCacheBlocks:
         raise unsupported("KV connectors (truncated local hits)")
 
     def take_new_block_ids(self) -> list[int]:
@@ -846,7 +842,9 @@ class KVCacheManager(_View):
             start = (first + i) * b
             yield BlockStored(
                 block_hashes=[maybe_convert_block_hash(self._hash(k))],
-                parent_block_hash=None if prev is None else maybe_convert_block_hash(self._hash(prev)),
+                parent_block_hash=None
+                if prev is None
+                else maybe_convert_block_hash(self._hash(prev)),
                 token_ids=list(request.all_token_ids[start : start + b]),
                 block_size=b,
                 lora_id=lora.adapter_id if lora else None,

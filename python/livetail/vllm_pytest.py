@@ -40,5 +40,7 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
 
     if call.when == "teardown":
         item.user_properties.append(("kv_groups", "|".join(adapter.built_layouts)))
-        item.user_properties.append(("unsupported", "|".join(dict.fromkeys(adapter.unsupported_hits))))
+        item.user_properties.append(
+            ("unsupported", "|".join(dict.fromkeys(adapter.unsupported_hits)))
+        )
     yield

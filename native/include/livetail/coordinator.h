@@ -41,6 +41,22 @@ struct DecodeResult {
   int64_t reclaimed;  // pages that re-entered the free queue
 };
 
+// A request's references detached from its tables (semantics section 12), released later
+// by Coordinator::release_detached in the order free would have released them.
+class DetachedTables {
+ public:
+  // References held (one per real slot the tables had).
+  int64_t num_pages() const noexcept { return static_cast<int64_t>(pages_.size()); }
+  bool released() const noexcept { return released_; }
+
+ private:
+  friend class Coordinator;
+  uint64_t coordinator_ = 0;
+  std::vector<int32_t> pages_;    // group by group, each in slot order
+  std::vector<size_t> group_end_;  // group g's pages end at group_end_[g]
+  bool released_ = false;
+};
+
 class Coordinator {
  public:
   // Throws std::invalid_argument for no specs or an lcm of page sizes above 2**31 - 1.
@@ -86,6 +102,12 @@ class Coordinator {
   // num_tokens above a table's extent is an error.
   int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
                             int64_t num_tokens);
+  // The same with the request's token ids from position 0 (semantics section 12): at least
+  // num_tokens of them (std::invalid_argument "token_ids ..." otherwise, nothing changed).
+  // Each name new to the pool keeps the B token ids of the slot it names (slot j: tokens
+  // [j*B, (j+1)*B)), and its stored event carries them.
+  int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
+                            int64_t num_tokens, std::span<const uint32_t> token_ids);
   // Read-only: the greatest multiple T of the lcm, T <= len(keys) * base, that every group
   // supports, with the pages to resume from (earliest registered copy in use, else the
   // earliest). Probes at most (T_max / lcm) * (resume pages of the groups) names, plus the
@@ -124,6 +146,18 @@ class Coordinator {
   void complete_load(LoadPlan& plan);
   PlanState load_state(const LoadPlan& plan) const noexcept;
 
+  // --- deferred free (semantics section 12) ------------------------------------------------
+  // Checks the tables as free does, aborts a pending load as free does, and moves their
+  // references into the returned handle without releasing any: the tables end empty and
+  // unbound, the pages stay pinned (and in pinned_pages). May throw std::bad_alloc (nothing
+  // changed).
+  DetachedTables detach(std::span<BlockTable* const> tables);
+  // Releases the handle's references in the order free(tables) would have at detach time
+  // (groups in order, each table's last slot first); returns the pages that re-entered the
+  // queue. Throws std::invalid_argument (nothing changed) for a handle released already or
+  // one of another coordinator.
+  int64_t release_detached(DetachedTables& handle);
+
   // Pages group g pins now (taken by its acquires and claims, not yet back in the queue). O(1).
   int64_t pinned_pages(int64_t g) const noexcept { return pinned_[static_cast<size_t>(g)]; }
 
@@ -154,6 +188,12 @@ class Coordinator {
   void release_offloaded(const CopyPlan& plan);
   // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).
   int64_t resume(size_t g) const noexcept;
+  // cache_full_blocks with token ids (nullptr: none), the count of token_ids checked.
+  int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
+                            int64_t num_tokens, const uint32_t* token_ids);
+  static std::span<const uint32_t> slot_tokens(const uint32_t* ids, int64_t j, int64_t B);
+  int64_t token_room(std::span<BlockTable* const> tables, int64_t nkeys, int64_t num_tokens) const;
+  size_t host_tokens(const PrefixMatch& match) const noexcept;
 
   std::vector<GroupSpec> specs_;
   std::vector<Manager> managers_;

@@ -52,6 +52,22 @@ class CopyPlan {
   std::vector<Key> keys_;     // the name each entry copies (with its group)
   std::vector<Key> parents_;  // key of slot - 1, for the stored event
   std::vector<uint8_t> has_parent_;
+  // The token ids each entry's name carries (section 12): entry e's at
+  // tokens_[token_at_[e], token_at_[e + 1]) (empty: none).
+  std::vector<uint32_t> tokens_;
+  std::vector<size_t> token_at_;
+  void reserve_tokens(size_t entries, size_t tokens) {
+    tokens_.reserve(tokens);
+    token_at_.assign(entries + 1, 0);
+  }
+  void add_tokens(size_t e, std::span<const uint32_t> t) {
+    tokens_.insert(tokens_.end(), t.begin(), t.end());
+    token_at_[e + 1] = tokens_.size();
+  }
+  std::span<const uint32_t> entry_tokens(size_t e) const noexcept {
+    if (token_at_.empty()) return {};
+    return {tokens_.data() + token_at_[e], token_at_[e + 1] - token_at_[e]};
+  }
 };
 
 // Device page -> host page; each device page holds one extra reference until the plan ends.

@@ -166,6 +166,12 @@ class BlockPool {
   void note_stored(int32_t group, int64_t slot, const Key& key, const Key* parent,
                    std::span<const uint32_t> tokens = {}, bool has_tokens = false);
   void note_removed(int32_t group, const Key& key);
+  // Room for `keys` more event keys (and events) and `tokens` more event token ids.
+  void reserve_events(int64_t keys, int64_t tokens) {
+    events_.reserve(events_.size() + static_cast<size_t>(keys));
+    event_keys_.reserve(event_keys_.size() + static_cast<size_t>(keys));
+    event_tokens_.reserve(event_tokens_.size() + static_cast<size_t>(tokens));
+  }
   // Ends an operation: later events never join an earlier operation's event.
   void end_event_op() noexcept { ++event_op_; }
   // One more reference to a real page; a queued one leaves the queue wherever it is. The

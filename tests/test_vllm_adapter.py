@@ -1,0 +1,232 @@
+"""livetail.vllm: vLLM 0.33's KVCacheManager interface on livetail (needs vllm and torch).
+
+Skipped where vLLM is not installed (the default test environment); scripts/vllm_env.sh
+builds one that has it and runs these besides vLLM's own scheduler tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("vllm")
+torch = pytest.importorskip("torch")
+
+from livetail import vllm as adapter  # noqa: E402
+from vllm.distributed.kv_events import AllBlocksCleared, BlockStored  # noqa: E402
+from vllm.sampling_params import SamplingParams  # noqa: E402
+from vllm.utils.hashing import sha256  # noqa: E402
+from vllm.v1.core.kv_cache_utils import (  # noqa: E402
+    get_request_block_hasher,
+    init_none_hash,
+    maybe_convert_block_hash,
+)
+from vllm.v1.kv_cache_interface import (  # noqa: E402
+    ChunkedLocalAttentionSpec,
+    CrossAttentionSpec,
+    FullAttentionSpec,
+    KVCacheConfig,
+    KVCacheGroupSpec,
+    SlidingWindowSpec,
+)
+from vllm.v1.request import Request  # noqa: E402
+
+B = 4
+init_none_hash(sha256)
+
+
+def full(block_size: int = B) -> FullAttentionSpec:
+    return FullAttentionSpec(
+        block_size=block_size, num_kv_heads=1, head_size=1, dtype=torch.float32
+    )
+
+
+def config(*specs: object, num_blocks: int = 11) -> KVCacheConfig:
+    groups = [KVCacheGroupSpec([f"layer{i}"], s) for i, s in enumerate(specs)]
+    return KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=groups)
+
+
+def manager(num_blocks: int = 11, **kwargs: object) -> adapter.KVCacheManager:
+    return adapter.KVCacheManager(
+        config(full(), num_blocks=num_blocks),
+        max_model_len=64,
+        scheduler_block_size=B,
+        hash_block_size=B,
+        **kwargs,
+    )
+
+
+def request(rid: str, tokens: list[int]) -> Request:
+    return Request(
+        request_id=rid,
+        prompt_token_ids=tokens,
+        sampling_params=SamplingParams(max_tokens=4),
+        pooling_params=None,
+        block_hasher=get_request_block_hasher(B, sha256),
+    )
+
+
+def test_importing_livetail_does_not_import_vllm():
+    code = "import sys, livetail; assert 'vllm' not in sys.modules, 'vllm imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_key_of_keeps_32_byte_hashes_and_derives_the_others():
+    assert adapter.key_of(b"k" * 32) == b"k" * 32
+    derived = hashlib.sha256(adapter.KEY_DERIVATION_PREFIX + b"12345678").digest()
+    assert adapter.key_of(b"12345678") == derived
+
+
+def test_group_specs_map_full_and_sliding_with_live_tail_off_unless_opted_in():
+    swa = SlidingWindowSpec(
+        block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, sliding_window=8
+    )
+    specs = adapter.group_specs(config(full(), swa))
+    assert [(s.kind, s.block_size, s.sliding_window, s.live_tail_alloc) for s in specs] == [
+        ("full", B, None, False),
+        ("sliding", B, 8, False),
+    ]
+    assert adapter.group_specs(config(full(), swa), live_tail_groups=[1])[1].live_tail_alloc
+    with pytest.raises(ValueError, match="group 0 is not a sliding-window group"):
+        adapter.group_specs(config(full(), swa), live_tail_groups=[0])
+
+
+def test_group_specs_refuse_other_groups_by_name():
+    chunked = ChunkedLocalAttentionSpec(
+        block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, attention_chunk_size=8
+    )
+    with pytest.raises(NotImplementedError, match="ChunkedLocalAttentionSpec KV-cache groups"):
+        adapter.group_specs(config(chunked))
+    cross = CrossAttentionSpec(block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32)
+    with pytest.raises(NotImplementedError, match="CrossAttentionSpec KV-cache groups"):
+        adapter.group_specs(config(full(), cross))
+
+
+def test_constructor_refuses_speculative_and_parallel_features_by_name():
+    with pytest.raises(NotImplementedError, match="does not support EAGLE"):
+        manager(use_eagle=True)
+    with pytest.raises(NotImplementedError, match="context parallelism"):
+        manager(dcp_world_size=2)
+
+
+def test_allocate_slots_takes_pages_in_queue_order_and_names_full_blocks():
+    m = manager()
+    r = request("a", list(range(10)))
+    new = m.allocate_slots(r, 10)
+    assert new.get_block_ids() == ([1, 2, 3],)
+    assert m.get_block_ids("a") == ([1, 2, 3],)
+    assert m.block_pool.get_num_free_blocks() == 7
+    assert m.usage == pytest.approx(0.3)
+    # Two full blocks carry names (the third holds 2 tokens): 8 cached tokens.
+    assert m.estimate_cached_tokens(r) == 8
+    assert [m.pool.name(p) is not None for p in (1, 2, 3)] == [True, True, False]
+
+
+def test_a_prefix_hit_is_claimed_and_the_rest_acquired():
+    m = manager()
+    m.allocate_slots(request("a", list(range(10))), 10)
+    b = request("b", list(range(10)))
+    blocks, hit, boundary = m.get_computed_blocks(b)
+    assert (blocks.get_block_ids(), hit, boundary) == (([1, 2],), 8, 0)
+    new = m.allocate_slots(b, 2, num_new_computed_tokens=8, new_computed_blocks=blocks)
+    assert new.get_block_ids() == ([4],)
+    assert m.get_block_ids("b") == ([1, 2, 4],)
+    assert [m.pool.ref_count(p) for p in (1, 2, 3, 4)] == [2, 2, 1, 1]
+    assert m.block_pool.get_num_free_blocks() == 6
+
+
+def test_free_keeps_names_matchable_and_restores_the_pool():
+    m = manager()
+    a = request("a", list(range(10)))
+    m.allocate_slots(a, 10)
+    m.free(a)
+    assert m.block_pool.get_num_free_blocks() == 10
+    assert m.usage == 0.0
+    assert m.get_computed_blocks(request("c", list(range(10))))[1] == 8
+
+
+def test_allocate_slots_returns_none_and_changes_nothing_when_short():
+    m = manager(num_blocks=4)
+    assert m.allocate_slots(request("a", list(range(16))), 16) is None
+    assert m.block_pool.get_num_free_blocks() == 3
+    assert m.get_block_ids("a") == ([],)
+
+
+def test_full_sequence_must_fit_charges_the_whole_prompt():
+    m = manager(num_blocks=4)
+    r = request("a", list(range(20)))
+    assert m.allocate_slots(r, 4, full_sequence_must_fit=True) is None
+    assert m.allocate_slots(r, 4).get_block_ids() == ([1],)
+
+
+def test_take_events_gives_vllms_stored_events_with_their_tokens():
+    m = manager(enable_kv_cache_events=True)
+    r = request("a", list(range(9)))
+    m.allocate_slots(r, 9)
+    h0, h1 = r.block_hashes[0], r.block_hashes[1]
+
+    def stored(h: bytes, parent: bytes | None, tokens: list[int]) -> BlockStored:
+        return BlockStored(
+            block_hashes=[maybe_convert_block_hash(h)],
+            parent_block_hash=None if parent is None else maybe_convert_block_hash(parent),
+            token_ids=tokens,
+            block_size=B,
+            lora_id=None,
+            medium="GPU",
+            lora_name=None,
+            group_idx=0,
+            kv_cache_spec_kind="full_attention",
+            kv_cache_spec_sliding_window=None,
+        )
+
+    assert m.take_events() == [stored(h0, None, [0, 1, 2, 3]), stored(h1, h0, [4, 5, 6, 7])]
+    assert m.take_events() == []
+
+
+def test_reset_prefix_cache_is_refused_while_a_page_is_in_use():
+    m = manager(enable_kv_cache_events=True)
+    a = request("a", list(range(10)))
+    m.allocate_slots(a, 10)
+    m.take_events()
+    assert m.reset_prefix_cache() is False
+    m.free(a)
+    assert m.reset_prefix_cache() is True
+    assert m.take_events() == [AllBlocksCleared()]
+    assert m.get_computed_blocks(request("c", list(range(10))))[1] == 0
+    assert m.block_pool.get_num_free_blocks() == 10
+
+
+def test_pop_blocks_for_free_holds_the_pages_until_the_pool_frees_them():
+    m = manager()
+    a = request("a", list(range(10)))
+    m.allocate_slots(a, 10)
+    blocks = m.pop_blocks_for_free(a)
+    assert [b.block_id for b in blocks] == [1, 2, 3]
+    assert m.get_block_ids("a") == ([],)
+    assert m.block_pool.get_num_free_blocks() == 7
+    m.block_pool.free_blocks(reversed(blocks))
+    assert m.block_pool.get_num_free_blocks() == 10
+
+
+def test_unsupported_allocation_features_raise_named_errors():
+    m = manager()
+    r = request("a", list(range(8)))
+    with pytest.raises(NotImplementedError, match="speculative lookahead slots"):
+        m.allocate_slots(r, 4, num_lookahead_tokens=2)
+    with pytest.raises(NotImplementedError, match="KV connectors"):
+        m.allocate_slots(r, 4, num_external_computed_tokens=4)
+    with pytest.raises(NotImplementedError, match="encoder tokens"):
+        m.allocate_slots(r, 4, num_encoder_tokens=4)
+    assert m.block_pool.get_num_free_blocks() == 10
+
+
+def test_scheduler_swap_is_scoped_to_construction():
+    import vllm.v1.core.sched.scheduler as sched
+
+    saved = sched.KVCacheManager
+    with adapter._livetail_manager():
+        assert sched.KVCacheManager is adapter.KVCacheManager
+    assert sched.KVCacheManager is saved
