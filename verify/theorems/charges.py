@@ -175,8 +175,10 @@ def sequential_fits_checks_agree(p: Prover) -> None:
 
 @theorem(
     "sequential-charge-bounds-peak",
-    """Over the closed forms, not the executed transitions (the peak is a formula over the
-    two blocks_needed terms and r; the executed version is admission-promise). For every
+    """Definitional, over the closed forms, not the executed transitions: the charge is by
+    definition the sum of the two blocks_needed terms, and the peak is a formula over those
+    two terms and r, so every step still proves with blocks_needed unknown (the executed
+    acquire, reclaim, acquire is admission-promise). For every
     manager kind, table shape and counts first, extra >= 0, and any number r >= 0
     of pages reclaimed between the two acquires (reclaim changes pages, never the table's
     shape, so the second acquire's take does not depend on it; see reclaim-bounded), the
