@@ -116,9 +116,7 @@ PROPERTY = {
 }
 
 
-MODEL_CALLS = frozenset(
-    {"acquire", "acquire_run", "coordinator_acquire", "run_real", "claim_run"}
-)
+MODEL_CALLS = frozenset({"acquire", "coordinator_acquire", "run_real", "claim_run"})
 """spec/runs.py transitions the model's own classes call to change state (a test checks
 this against spec/).  The others a theorem may execute (``reclaim``, ``free_table``,
 ``reclaimable``) are run-level versions the model never calls: its reclaim_expired, free
