@@ -28,7 +28,7 @@ from ._registry import theorem
     range for every B, W and A.""",
     """Counting the resume pages of a chunk is O(1) and exact, however long the chunk.""",
     kills=("resume-count-off-by-one",),
-    rlimit=2_100_000,
+    rlimit=2_700_000,
 )
 def resume_count_closed_form(p: Prover) -> None:
     x, m, kept = ints("x m kept")

@@ -112,7 +112,7 @@ def acquire_places_holes(p: Prover) -> None:
         "reclaim-floor-not-updated",
     ),
     cost=3,
-    rlimit=2_000_000,
+    rlimit=17_000_000,
     executes=("reclaim", "reclaimable"),
     trace=transition_traces("reclaim-exact-with-shared-pages"),
 )

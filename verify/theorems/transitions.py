@@ -183,7 +183,7 @@ def general(
         "tail-after-off-by-one",
     ),
     cost=6,
-    rlimit=5_200_000,
+    rlimit=14_000_000,
     executes=("acquire",),
     trace=transition_traces("acquire-all-or-nothing"),
 )
@@ -267,7 +267,7 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
     a coordinator acquire never leaves some groups grown and others not.""",
     kills=("coordinator-fits-strict",),
     cost=8,
-    rlimit=8_400_000,
+    rlimit=17_000_000,
     executes=("coordinator_acquire", "acquire"),
 )
 def coordinator_all_or_nothing(p: Prover) -> None:
@@ -357,7 +357,7 @@ def coordinator_all_or_nothing(p: Prover) -> None:
     can never run out of pages in the middle of the chunk or the decode step, whatever it
     reclaims between them.""",
     cost=8,
-    rlimit=19_000_000,
+    rlimit=28_000_000,
     executes=("acquire", "reclaim"),
     trace=transition_traces("admission-promise"),
 )
