@@ -30,7 +30,7 @@ from . import (
     state,
     transitions,
 )
-from ._prover import DEFAULT_RLIMIT, Prover, StepFailed, Values
+from ._prover import DEFAULT_RLIMIT, Prover, Step, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
@@ -195,6 +195,17 @@ def run_theorem(
                 p = Prover(rlimit=budget, quick=quick, phase="prove", start=searched.start)
                 p.small_searches, p.small_units = searched.small_searches, searched.small_units
                 p.notes = searched.notes
+                # The first pass is one step of the log, so the steps' units add up.
+                p.steps = searched.steps
+                p.steps.append(
+                    Step(
+                        "small domain of every step",
+                        "no counterexample",
+                        time.monotonic() - t0,
+                        f"{searched.small_searches} searches, every symbol in [-1, 1] then "
+                        "[-4, 4]",
+                    )
+                )
                 th.check(p)
             if p.refuted is None or p.refuted is False:
                 verdict = "proved"
