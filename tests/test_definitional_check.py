@@ -64,6 +64,11 @@ FLAGGED = [
         f"{LIVE} sequential = take(first) + take(extra) on the shape left",
     ),
     ("decode-reserve-exact", (geo, "blocks_needed"), f"{LIVE} reserve = take of acquire(extra)"),
+    (
+        "sequential-charge-bounds-peak",
+        (geo, "blocks_needed"),
+        f"{LIVE} peak pinned <= sequential, for any r >= 0 reclaimed between",
+    ),
 ]
 
 

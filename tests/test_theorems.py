@@ -195,7 +195,16 @@ def test_counterexample_traces_reproduce_their_variant_and_replay_green_on_the_s
             assert replay([str(path), "--impl", "spec", "--quiet", "--variant", variant]) == 1
             reproduced.add(variant)
     traced = {v for (n, v) in kills if THEOREMS[n].trace is not None}
-    assert reproduced == traced
+    assert traced - UNTRACED <= reproduced <= traced
+
+
+UNTRACED = {
+    # The trace builder realises a counterexample with one request's acquires and reclaims;
+    # these need a state such ops do not reach, so their theorem's counterexample stays
+    # values only (its report says which).
+    "reclaimable-counts-shared",  # a page another holder shares (a prefix claim)
+    "reclaim-floor-to-bound",  # a floor above the bound (an earlier reclaim at a later f)
+}
 
 
 def test_textbook_round_up_witness_overflows_inside_the_limits(

@@ -41,6 +41,11 @@ BY_THEOREMS = {
     "reclaimable-counts-shared",
     "slid-out-off-by-one",
     "reclaim-floor-to-bound",
+    "resume-count-off-by-one",
+    "coordinator-fits-strict",
+    "take-counts-holes",
+    "reclaim-floor-not-updated",
+    "tail-after-off-by-one",
 }
 
 

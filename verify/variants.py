@@ -125,6 +125,49 @@ def _floor_to_bound(floor: Num, b: Num, ar: Arith = geo.INT) -> Num:
     return b
 
 
+def _resume_count_off_by_one(x: Num, m: Num, kept: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the partial period counts one resume slot too many (an off-by-one in a closed form).
+    return ar.div(x, m) * kept + ar.max(0, ar.mod(x, m) - (m - kept) + 1)
+
+
+def _coordinator_fits_strict(
+    free: Num, tables: list[runs.TableState], groups: list[runs.Group], n: Num, ar: Arith = geo.INT
+) -> runs.CoordinatorStep:
+    # Wrong: the coordinator's fits check is strict, so a request that needs exactly the
+    # free pages is refused.
+    need = runs._sum(
+        geo.blocks_needed(t.slots, t.tail, n, g.W, g.B, g.A, ar) for t, g in zip(tables, groups)
+    )
+    ok = need < free
+    n_each = ar.cond(ok, lambda: n, lambda: 0)
+    steps = []
+    left = free
+    for t, g in zip(tables, groups):
+        step = runs.acquire(left, t, n_each, g, ar)
+        steps.append(step)
+        left = step.free
+    return runs.CoordinatorStep(ok, need, tuple(steps), left)
+
+
+def _take_counts_holes(run: runs.Run, g: runs.Group, ar: Arith = geo.INT) -> Num:
+    # Wrong: the pages a run takes are counted over all its slots, holes included.
+    return run.count
+
+
+def _floor_not_updated(floor: Num, b: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: reclaim forgets to move the floor, so the next reclaim scans the band again.
+    return floor
+
+
+def _tail_after_off_by_one(tail: Num, B: Num, n: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the tail room left after a spill into new slots is one token short.
+    def spill() -> Num:
+        r = ar.mod(n - tail, B)
+        return ar.cond(r > 0, lambda: B - r - 1, lambda: 0)
+
+    return ar.cond(n > tail, spill, lambda: tail - n)
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -197,6 +240,41 @@ VARIANTS: dict[str, Variant] = {
             runs,
             "floor_after",
             _floor_to_bound,
+        ),
+        Variant(
+            "resume-count-off-by-one",
+            "the resume-slot count of a partial period is one too high",
+            geo,
+            "resume_count_below",
+            _resume_count_off_by_one,
+        ),
+        Variant(
+            "coordinator-fits-strict",
+            "the coordinator's acquire admits only when the summed need is below the free pages",
+            runs,
+            "coordinator_acquire",
+            _coordinator_fits_strict,
+        ),
+        Variant(
+            "take-counts-holes",
+            "the pages an acquire's run takes count its holes too",
+            runs,
+            "run_take",
+            _take_counts_holes,
+        ),
+        Variant(
+            "reclaim-floor-not-updated",
+            "reclaim leaves the floor where it was",
+            runs,
+            "floor_after",
+            _floor_not_updated,
+        ),
+        Variant(
+            "tail-after-off-by-one",
+            "the tail room an acquire leaves in its last new slot is one token short",
+            geo,
+            "tail_after",
+            _tail_after_off_by_one,
         ),
     ]
 }

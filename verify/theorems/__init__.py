@@ -30,7 +30,7 @@ from . import (
     state,
     transitions,
 )
-from ._prover import DEFAULT_RLIMIT, Prover, StepFailed, Values
+from ._prover import DEFAULT_RLIMIT, Prover, Step, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
@@ -63,6 +63,8 @@ __all__ = [
     "VERDICTS",
     "Theorem",
     "domain",
+    "executed",
+    "property_table",
     "readme_table",
     "run_theorem",
     "markdown",
@@ -74,15 +76,15 @@ PROPERTY = {
     "live-count-closed-form": "7.2 (live_count = slot-by-slot count)",
     "blocks-needed-equals-acquire": "7.2 (definitional; acquire shape)",
     "full-allocation-when-resume-covers-alignment": "7.4 (degenerate case)",
-    "acquire-all-or-nothing": "7.1 (manager acquire, executed)",
-    "coordinator-acquire-all-or-nothing": "7.1 (coordinator acquire, executed)",
-    "admission-promise": "7.3 (sequential charge bounds the peak, executed)",
-    "acquire-places-holes-outside-every-window": "7.4 (safety, executed acquire)",
-    "reclaim-exact-with-shared-pages": "7.5 (reclaim, executed, with sharing)",
+    "acquire-all-or-nothing": "7.1 (manager acquire)",
+    "coordinator-acquire-all-or-nothing": "7.1 (coordinator acquire)",
+    "admission-promise": "7.3 (sequential charge bounds the peak)",
+    "acquire-places-holes-outside-every-window": "7.4 (acquire's placement)",
+    "reclaim-exact-with-shared-pages": "7.5 (reclaim, with sharing and holes)",
     "conservation-inductive": "7.6 (free + pinned = N - 1, inductive; per-page: bounded)",
     "sequential-charge-exact": "7.3 (over the closed forms; partly definitional)",
     "sequential-fits-checks-agree": "7.7 (spec and native agree on the int32 check)",
-    "sequential-charge-bounds-peak": "7.3 (over the closed forms)",
+    "sequential-charge-bounds-peak": "7.3 (definitional, over the closed forms)",
     "combined-charge-under-counts": "7.3 (the combined charge does not bound the peak)",
     "decode-reserve-exact": "7.3 (reserve >= 0; partly definitional)",
     "shift-invariance-by-alignment": "section 6 (charges on fresh tables)",
@@ -112,6 +114,32 @@ PROPERTY = {
     "loads-land-in-real-slots-bounded": "7.11 (loads and the data oracle, bounded)",
     "offload-preserves-hits-bounded": "7.11 (offload then match across tiers, bounded)",
 }
+
+
+MODEL_CALLS = frozenset({"acquire", "coordinator_acquire", "run_real", "claim_run"})
+"""spec/runs.py transitions the model's own classes call to change state (a test checks
+this against spec/).  The others a theorem may execute (``reclaim``, ``free_table``,
+``reclaimable``) are run-level versions the model never calls: its reclaim_expired, free
+and blocks_reclaimable_at are slot loops of their own, tied to the run description only by
+run-time checks (and sharing runs.reclaim_band, runs.floor_after and
+runs.counts_as_reclaimable with runs.reclaim)."""
+
+
+def executed(th: Theorem) -> str:
+    """The "executes" mark of a theorem: which transitions it runs on symbolic state, and
+    whether the model calls them; a bounded theorem runs the model's classes on ints."""
+    if th.bounded:
+        return "model's classes, concrete runs"
+    if not th.executes:
+        return "closed forms only"
+    called = [f"runs.{f}" for f in th.executes if f in MODEL_CALLS]
+    parallel = [f"runs.{f}" for f in th.executes if f not in MODEL_CALLS]
+    parts = []
+    if called:
+        parts.append(f"model's: {', '.join(called)}")
+    if parallel:
+        parts.append(f"parallel, not called by the model: {', '.join(parallel)}")
+    return "; ".join(parts)
 
 
 def domain(th: Theorem) -> str:
@@ -144,7 +172,11 @@ def run_theorem(
     z3.set_param("sat.random_seed", seed)
     t0 = time.monotonic()
     budget = th.budget if rlimit is None else rlimit
-    p = Prover(rlimit=budget, quick=quick)
+    # Refute, then prove: a first pass over the script searches every step's small domain
+    # and stops at the first counterexample; only when it finds none does the second pass
+    # make the unbounded queries (witness and bounded theorems have one pass).
+    two_passes = th.refute_first and th.expected == "proved" and not th.bounded
+    p = Prover(rlimit=budget, quick=quick, phase="small" if two_passes else "both")
     values: Values = {}
     found: list[tuple[str, Values]] = []
     message = ""
@@ -158,6 +190,23 @@ def run_theorem(
     with ctx:
         try:
             th.check(p)
+            if p.phase == "small":
+                searched = p
+                p = Prover(rlimit=budget, quick=quick, phase="prove", start=searched.start)
+                p.small_searches, p.small_units = searched.small_searches, searched.small_units
+                p.notes = searched.notes
+                # The first pass is one step of the log, so the steps' units add up.
+                p.steps = searched.steps
+                p.steps.append(
+                    Step(
+                        "small domain of every step",
+                        "no counterexample",
+                        time.monotonic() - t0,
+                        f"{searched.small_searches} searches, every symbol in [-1, 1] then "
+                        "[-4, 4]",
+                    )
+                )
+                th.check(p)
             if p.refuted is None or p.refuted is False:
                 verdict = "proved"
                 if p.refuted is False:
@@ -200,14 +249,60 @@ def run_theorem(
 
 
 def readme_table() -> str:
-    """The README's table: theorem, domain, section-7 property, what it guarantees an engine."""
+    """The README's table: theorem, domain, what it executes, section-7 property, guarantee."""
     lines = [
-        "| theorem | domain | establishes | what it guarantees an engine |",
-        "|---|---|---|---|",
+        "| theorem | domain | executes | establishes | what it guarantees an engine |",
+        "|---|---|---|---|---|",
     ]
     for th in THEOREMS.values():
         dom = domain(th).split(" (")[0]
-        lines.append(f"| `{th.name}` | {dom} | {PROPERTY[th.name]} | {th.guarantee} |")
+        lines.append(
+            f"| `{th.name}` | {dom} | {executed(th)} | {PROPERTY[th.name]} | {th.guarantee} |"
+        )
+    return "\n".join(lines)
+
+
+SECTION7 = {
+    1: "all-or-nothing",
+    2: "closed forms = slot-by-slot",
+    3: "sequential charge bounds the peak",
+    4: "live-tail safety and minimality",
+    5: "reclaim",
+    6: "conservation",
+    7: "arithmetic",
+    8: "prefix caching",
+    9: "retention",
+    10: "step plans",
+    11: "host tier",
+    12: "events",
+}
+NO_THEOREM = {
+    12: "no theorem: checked by tests/test_events_replay.py (Hypothesis) and the"
+    " differential machines only",
+}
+"""Section-7 properties with no theorem, and what checks them instead."""
+
+
+def properties(th: Theorem) -> list[int]:
+    """The section-7 properties a theorem establishes (from PROPERTY: "7.N", "7.N and 7.M")."""
+    import re
+
+    return [int(n) for n in re.findall(r"7\.(\d+)", PROPERTY[th.name])]
+
+
+def property_table() -> str:
+    """docs/theorems.md's table: per section-7 property, each theorem, domain, executes."""
+    lines = [
+        "| property (section 7) | theorem | domain | executes |",
+        "|---|---|---|---|",
+    ]
+    for k, title in SECTION7.items():
+        rows = [th for th in THEOREMS.values() if k in properties(th)]
+        if not rows:
+            lines.append(f"| {k}. {title} | - | {NO_THEOREM[k]} | - |")
+        for th in rows:
+            dom = domain(th).split(" (")[0]
+            lines.append(f"| {k}. {title} | `{th.name}` | {dom} | {executed(th)} |")
     return "\n".join(lines)
 
 

@@ -39,6 +39,8 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
+from ._small import LEVELS, Unsupported, blaster, bounds, to_bv
+
 Values = dict[str, Any]
 
 SMALL = 64
@@ -52,6 +54,11 @@ theorems, which are linear or nearly so around 64-bit constants (the full strate
 bit-blasting attempt spends millions of units on them before the core decides them)."""
 DEFAULT_RLIMIT = 100_000_000
 """Budget of a theorem that does not set its own (``livetail rlimits`` measures them)."""
+SMALL_DOMAIN = LEVELS[-1][0]  # the largest box searched
+"""Refute before proving: before a step's unbounded query, every Int symbol of the step is
+bounded to [-SMALL_DOMAIN, SMALL_DOMAIN] and Z3 looks for a counterexample there first."""
+SHRINK_RLIMIT = 200_000
+"""Most units one shrinking query (a smaller total size) may use."""
 
 
 _SPENT = [0]
@@ -88,9 +95,15 @@ class Query:
     bit-blasting attempt of ``solver()`` first spends millions on 64-bit constants.
     """
 
-    def __init__(self, rlimit: int, core_first: int = 0) -> None:
+    def __init__(
+        self,
+        rlimit: int,
+        core_first: int = 0,
+        strategy: Callable[[z3.Context], z3.Solver] | None = None,
+    ) -> None:
         self.rlimit = rlimit
         self.core_first = core_first
+        self.strategy = strategy  # decides alone when given (the small-domain searches)
         self.frames: list[list[Any]] = [[]]
         self._model: z3.ModelRef | None = None
         self._reason = ""
@@ -112,6 +125,8 @@ class Query:
 
     def check(self) -> Any:
         text = self.sexpr()
+        if self.strategy is not None:
+            return self._decide(self.strategy, text, self.rlimit)
         if self.core_first > 0:
             r = self._decide(core, text, min(self.core_first, self.rlimit))
             if r != z3.unknown or self.rlimit <= 1:
@@ -264,6 +279,16 @@ class Prover:
     refuted: bool | None = None  # None: no refute step; True: all found; False: one proved
     notes: dict[str, Any] = field(default_factory=dict)
     start: int = field(default_factory=rlimit_count)  # the context's count when it began
+    # Refute before proving: each prove / prove_general step first searches the small domain
+    # (every Int symbol in [-SMALL_DOMAIN, SMALL_DOMAIN]); a theorem whose counterexamples
+    # can only be large (the range theorems: values near 2^31) may switch it off.
+    small: bool = True
+    # "both": each step searches the small domain, then proves; "small": a first pass that
+    # only searches (every prove step's small domain, nothing unbounded); "prove": the second
+    # pass, after a "small" pass found nothing (run_theorem runs the two passes).
+    phase: str = "both"
+    small_searches: int = 0
+    small_units: int = 0  # resource units the small-domain searches and their shrinking used
 
     # -- solver plumbing ------------------------------------------------------------------
 
@@ -314,6 +339,113 @@ class Prover:
                 )
                 raise StepFailed("unknown", name, f"{name}: an antecedent in the goal never holds")
 
+    def refute_small(
+        self, name: str, claim: Any, hyps: Sequence[Any], show: Mapping[str, Any] | None
+    ) -> None:
+        """Look for a counterexample with every Int symbol in [-SMALL_DOMAIN, SMALL_DOMAIN].
+
+        The bounded formula is decided over bit-vectors (``_small``: bit-blasting finds a
+        model with sizes of 1 in thousands of units, where the SMT core stalls on the
+        nonlinear terms).  A candidate confirmed on the Int formula is shrunk (the least total
+        of the symbols' absolute values, by halving) and ends the step as a
+        ``counterexample``: a wrong transition with a small counterexample is refuted in a
+        few units instead of leaving the unbounded query to spend the budget.  Nothing found,
+        or not decided within the caps of ``_small.LEVELS`` (boxes [-1, 1] and [-4, 4]
+        in turn), proves nothing: the unbounded query decides.
+        """
+        if not self.small or self.phase == "prove":
+            return
+        t0 = time.monotonic()
+        formula = z3.And(*hyps, z3.Not(claim))
+        xs = [v for v in free_constants(formula) if v.sort() == z3.IntSort()]
+        if not xs:
+            return
+        before = rlimit_count()
+        self.small_searches += 1
+        try:
+            for k, width, limit in LEVELS:
+                # A symbol the hypotheses and the box pin to one value is substituted
+                # first (B >= 1 in [-1, 1] is 1): divisions by it then simplify away.
+                ranges = bounds(hyps, xs, k)
+                if any(lo > hi for lo, hi in ranges.values()):
+                    continue
+                fixed = [(x, z3.IntVal(ranges[str(x)][0])) for x in xs if _pinned(ranges[str(x)])]
+                small = z3.simplify(z3.substitute(formula, *fixed)) if fixed else formula
+                free = [x for x in xs if not _pinned(ranges[str(x)])]
+                try:
+                    image, words = to_bv(small, free, width)
+                except Unsupported:  # an unknown function: its models are no counterexamples
+                    return
+                box = [z3.And(w >= ranges[n][0], w <= ranges[n][1]) for n, w in words.items()]
+                values = self._small_model(image, box, words, limit, small)
+                if values is not None:
+                    values = self._shrink(image, box, words, values, small)
+                    values.update({str(x): v.as_long() for x, v in fixed})
+                    break
+            else:
+                return
+            model = self._int_model(formula, xs, values)
+        finally:
+            self.small_units += rlimit_count() - before
+            self.notes["small_domain"] = {
+                "bound": SMALL_DOMAIN,
+                "searches": self.small_searches,
+                "units": self.small_units,
+            }
+        found = model_values(model, show)
+        detail = f"small domain [-{SMALL_DOMAIN}, {SMALL_DOMAIN}], shrunk: {render(found)}"
+        self.steps.append(Step(name, "counterexample", time.monotonic() - t0, detail))
+        raise StepFailed("counterexample", name, f"{name}: counterexample", found)
+
+    def _small_model(
+        self,
+        image: Any,
+        box: Sequence[Any],
+        words: Mapping[str, Any],
+        limit: int,
+        formula: Any,
+        extra: Sequence[Any] = (),
+    ) -> dict[str, int] | None:
+        """A model of the bit-vector image that the Int formula confirms, or None."""
+        s = self._solver(limit=limit)
+        s.strategy = blaster
+        s.add(image, *box, *extra)
+        if s.check() != z3.sat:
+            return None
+        m = s.model()
+        values = {k: m.eval(w, model_completion=True).as_signed_long() for k, w in words.items()}
+        consts = free_constants(formula)
+        pairs = [(c, z3.IntVal(values[str(c)])) for c in consts if str(c) in values]
+        return values if z3.is_true(z3.simplify(z3.substitute(formula, *pairs))) else None
+
+    def _shrink(
+        self,
+        image: Any,
+        box: Sequence[Any],
+        words: Mapping[str, Any],
+        values: dict[str, int],
+        formula: Any,
+    ) -> dict[str, int]:
+        """A confirmed model with the least total size sum |x| found by halving."""
+        size = z3.Sum([z3.If(w < 0, -w, w) for w in words.values()])
+        lo, hi = 0, sum(abs(v) for v in values.values())
+        while lo < hi:
+            mid = (lo + hi) // 2
+            smaller = self._small_model(image, box, words, SHRINK_RLIMIT, formula, [size <= mid])
+            if smaller is None:
+                lo = mid + 1  # none, or not decided: the halving stops at what it has
+            else:
+                values, hi = smaller, sum(abs(v) for v in smaller.values())
+        return values
+
+    def _int_model(self, formula: Any, xs: Sequence[Any], values: Mapping[str, int]) -> Any:
+        """The Int model of the formula with every symbol at its value (for ``show`` terms)."""
+        s = self._solver(limit=SHRINK_RLIMIT, core_first=SHRINK_RLIMIT)
+        s.add(formula, *[x == values[str(x)] for x in xs])
+        if s.check() != z3.sat:
+            raise StepFailed("unknown", "(small domain)", "a confirmed model was not rebuilt")
+        return s.model()
+
     # -- steps ----------------------------------------------------------------------------
 
     def prove(
@@ -323,18 +455,27 @@ class Prover:
         hyps: Sequence[Any] = (),
         show: Mapping[str, Any] | None = None,
         opaque: Sequence[Any] = (),
+        searched: bool = False,
     ) -> None:
         """Prove ``hyps => claim`` for all values of the free symbols; raise on failure.
+
+        Refute before proving: unless ``searched`` (the caller did it), the step first looks
+        for a counterexample in the small domain (``refute_small``), on the formula itself.
 
         ``opaque`` terms are replaced by fresh constants everywhere first: the step is then
         proved for *every* value of those subterms, which is stronger and keeps Z3 from
         unfolding closed forms the argument does not need to look inside.
         """
+        if self.phase == "small":
+            self.refute_small(name, claim, list(hyps), show)
+            return
         t0 = time.monotonic()
         original = (claim, list(hyps))
         if opaque:
             claim, hyps = abstract(claim, hyps, opaque)
         self._not_vacuous(name, claim, hyps, t0)
+        if not searched:
+            self.refute_small(name, original[0], original[1], show)
         r, s = self._check(hyps, z3.Not(claim))
         dt = time.monotonic() - t0
         if r == z3.unsat:
@@ -350,7 +491,7 @@ class Prover:
                 # then decide the concrete formula itself.
                 self.steps.append(Step(name + " (abstracted)", "unknown", dt, "spurious model"))
                 self._small_counterexample(name, original[0], original[1], show)
-                return self.prove(name, original[0], original[1], show)
+                return self.prove(name, original[0], original[1], show, searched=True)
             self.steps.append(Step(name, "counterexample", dt, render(values)))
             raise StepFailed("counterexample", name, f"{name}: counterexample", values)
         why = self._unknown(s)
@@ -395,9 +536,15 @@ class Prover:
                 stack.enter_context(uninterpreted(module, attribute))
             general, general_hyps = build()
         claim, hyps = build()
+        if self.phase == "small":
+            self.refute_small(name, claim, list(hyps), show)
+            return
         t0 = time.monotonic()
         # Vacuity is checked on the general hypotheses: the real ones are no cheaper to decide.
         self._not_vacuous(name, general, general_hyps, t0)
+        # The small domain is searched on the real functions (a model of the general query
+        # is no counterexample until the real formula confirms it).
+        self.refute_small(name, claim, list(hyps), show)
         r, s = self._check(general_hyps, z3.Not(general))
         dt = time.monotonic() - t0
         if r == z3.unsat:
@@ -409,9 +556,9 @@ class Prover:
             values = model_values(s.model(), show)
             self.steps.append(Step(name, "counterexample", dt, render(values)))
             raise StepFailed("counterexample", name, f"{name}: counterexample", values)
+        # The small domain was searched above: the real query decides.
         self.steps.append(Step(name + " (general)", "unknown", dt, "not decided in general"))
-        self._small_counterexample(name, claim, hyps, show)
-        self.prove(name, claim, hyps, show)
+        self.prove(name, claim, hyps, show, searched=True)
 
     def refute(
         self,
@@ -447,6 +594,8 @@ class Prover:
         self, name: str, hyps: Sequence[Any], show: Mapping[str, Any] | None = None
     ) -> Values:
         """Vacuity check: find values where ``hyps`` hold (e.g. a hole exists); fail if none."""
+        if self.phase == "small":
+            return {}
         t0 = time.monotonic()
         r, s = self._check(hyps, z3.BoolVal(True), CORE_FIRST)
         dt = time.monotonic() - t0
@@ -550,6 +699,10 @@ def abstract(claim: Any, hyps: Sequence[Any], terms: Sequence[Any]) -> tuple[Any
     # text, and so Z3's search, depend on what ran before it.
     pairs = [(t, z3.Const(f"opaque_{i}", t.sort())) for i, t in enumerate(terms)]
     return z3.substitute(claim, *pairs), [z3.substitute(h, *pairs) for h in hyps]
+
+
+def _pinned(r: tuple[int, int]) -> bool:
+    return r[0] == r[1]
 
 
 def free_constants(e: Any) -> list[Any]:

@@ -28,6 +28,12 @@ class Theorem:
     trace: TraceBuilder | None = None
     cost: float = 1.0  # rough seconds, so the runner can start the longest first
     rlimit: int | None = None  # Z3 resource units for all its queries; None: DEFAULT_RLIMIT
+    # The spec/runs.py transitions it executes on symbolic state (function names), if any.
+    executes: tuple[str, ...] = ()
+    # Refute first: run the script once searching every step's small domain before any
+    # unbounded query (run_theorem).  False for a theorem that makes queries of its own
+    # outside prove steps (the range theorems): each prove step still searches first.
+    refute_first: bool = True
 
     def __post_init__(self) -> None:
         if self.expected not in EXPECTED:
@@ -55,6 +61,8 @@ def theorem(
     trace: TraceBuilder | None = None,
     cost: float = 1.0,
     rlimit: int | None = None,
+    executes: Sequence[str] = (),
+    refute_first: bool = True,
 ) -> Callable[[Callable[[Prover], None]], Callable[[Prover], None]]:
     """Register ``check`` as a theorem (module import order is report order).
 
@@ -76,6 +84,8 @@ def theorem(
             trace=trace,
             cost=cost,
             rlimit=rlimit,
+            executes=tuple(executes),
+            refute_first=refute_first,
         )
         return check
 

@@ -168,3 +168,138 @@ def ops_trace(
         variant=variant,
         observed=observed(theorem, ops, str(values.get("problem", title)), values),
     )
+
+
+# --- counterexamples of the theorems that execute transitions -----------------------------
+
+KIND_OF_LABEL = (
+    ("[live-tail", "live"),
+    ("[full]", "full"),
+    ("[state", "state"),
+    ("[sliding", "sliding"),
+)
+"""A step's group kind, from the label its name starts with (``_common.Geometry.label``)."""
+
+ALIASES = {
+    "slots": r"slots|take_s_\w+|ch_s_\w+",
+    "tail": r"tail|take_t_\w+|ch_t_\w+",
+    "n": r"n|take_n_\w+",
+    "F": r"F|take_F_\w+|ch_F_\w+",
+    "first": r"first|ch_first_\w+",
+    "extra": r"extra|ch_extra_\w+",
+    "f": r"f",
+}
+"""Where a table shape, a count, the free pages and a frontier are found in a step's values
+(the theorem's own symbols, or a lemma's, named by position)."""
+
+
+def _normalised(
+    step: str, values: Mapping[str, Any], kind: str | None = None
+) -> dict[str, int] | None:
+    """The op-level values of a counterexample: group kind, geometry, shape, counts.
+
+    The kind comes from the step's label, else ``kind`` (a theorem about one kind)."""
+    import re
+
+    kind = next((k for label, k in KIND_OF_LABEL if step.startswith(label)), kind)
+    if kind is None or "B" not in values:
+        return None
+    out: dict[str, Any] = {"group": kind, "B": int(values["B"])}
+    out["W"] = int(values.get("W", 2 if kind == "state" else 1))
+    out["m"] = int(values.get("m", 1))
+    for key, pattern in ALIASES.items():
+        hit = [v for k, v in values.items() if re.fullmatch(pattern, k) and isinstance(v, int)]
+        if hit:
+            out[key] = int(hit[0])
+    if "count0" in values and "count1" in values:
+        out["slots"] = int(values["count0"]) + int(values["count1"])
+    return out
+
+
+def transition_trace(
+    step: str,
+    values: Mapping[str, Any],
+    theorem: str,
+    variant: str | None,
+    kind: str | None = None,
+) -> dict[str, Any] | None:
+    """A one-request trace that realises a counterexample of an executed transition, or None.
+
+    The table is built by one acquire of its extent (the runs of the symbolic state merge
+    into one: the trace is kept only if it still fails), then the step's operation runs:
+    acquire(n), or acquire(first), reclaim(f), acquire(extra), or reclaim(f) twice, with
+    exactly F free pages when the values give F.  The trace is run on the spec as it is now
+    (under the variant, when there is one) and returned only if it fails there.
+    """
+    try:
+        return _transition_trace(step, values, theorem, variant, kind)
+    except Exception:  # the values do not map onto ops the spec accepts
+        return None
+
+
+def _transition_trace(
+    step: str, values: Mapping[str, Any], theorem: str, variant: str | None, kind: str | None
+) -> dict[str, Any] | None:
+    from ..machine import implementations, run_trace
+
+    v = _normalised(step, values, kind)
+    if v is None or v["B"] < 1 or v["W"] < 1 or v["m"] < 1:
+        return None
+    B, slots, tail = v["B"], v.get("slots", 0), v.get("tail", 0)
+    prefix = slots * B - tail
+    if prefix < 0 or tail < 0 or tail >= B or any(v.get(k, 0) < 0 for k in ALIASES):
+        return None
+    groups = groups_for(v)
+    ops: list[dict[str, Any]] = []
+    if prefix > 0:
+        ops.append({"op": "group_acquire", "request": 0, "group": 0, "tokens": prefix})
+    if "first" in v and "extra" in v:
+        ops.append({"op": "group_acquire", "request": 0, "group": 0, "tokens": v["first"]})
+        if "f" in v and v["f"] <= prefix + v["first"]:
+            ops.append({"op": "group_reclaim", "request": 0, "group": 0, "frontier": v["f"]})
+        ops.append({"op": "group_acquire", "request": 0, "group": 0, "tokens": v["extra"]})
+    elif "n" in v:
+        ops.append({"op": "group_acquire", "request": 0, "group": 0, "tokens": v["n"]})
+    elif "f" in v and v["f"] <= prefix:
+        reclaim = {"op": "group_reclaim", "request": 0, "group": 0, "frontier": v["f"]}
+        ops += [reclaim, dict(reclaim)]
+    if not ops:
+        return None
+    pinned = 0
+    if prefix > 0:
+        coord = _coordinator(groups, 1 + 4 * (slots + 4))
+        tables = coord.new_tables()
+        coord.managers[0].acquire(coord.pool, tables[0], prefix)
+        pinned = coord.pool.num_pinned
+    free = v.get("F", 4 * (slots + v.get("n", 0) + v.get("first", 0) + v.get("extra", 0) + 4))
+    trace = make_trace(
+        groups,
+        1 + pinned + free,
+        1,
+        ops,
+        title=f"{theorem} counterexample: {step}",
+        origin=ORIGIN,
+        variant=variant,
+        observed=observed(theorem, ops, f"counterexample of {step}", values),
+    )
+    world, _ = run_trace(trace, implementations("spec"))
+    return trace if world.failure is not None else None
+
+
+def transition_traces(theorem: str, kind: str | None = None) -> Any:
+    """The ``trace=`` builder of a theorem that executes transitions (counterexamples only);
+    ``kind``: the group kind of a theorem whose steps carry no kind label."""
+
+    def build(
+        verdict: str, found: Sequence[tuple[str, Any]], variant: str | None
+    ) -> list[dict[str, Any]]:
+        if verdict != "counterexample":
+            return []
+        out = []
+        for step, values in found:
+            tr = transition_trace(step, values, theorem, variant, kind)
+            if tr is not None:
+                out.append(tr)
+        return out
+
+    return build

@@ -408,6 +408,7 @@ def range_proof(p: Prover, live: bool, lim: int, width: str) -> None:
     huge count is rejected by a comparison, never wrapped into a wrong page count.""",
     cost=10,
     rlimit=85_000_000,
+    refute_first=False,
 )
 def native_arithmetic_int64(p: Prover) -> None:
     p.core_first = CORE_FIRST
@@ -430,6 +431,7 @@ def native_arithmetic_int64(p: Prover) -> None:
     round-up never forms a + b - 1.""",
     cost=2,
     rlimit=4_900_000,
+    refute_first=False,
 )
 def closed_forms_int32(p: Prover) -> None:
     p.core_first = CORE_FIRST

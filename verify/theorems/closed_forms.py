@@ -27,7 +27,8 @@ from ._registry import theorem
     g(x+1) - g(x) = [x mod m >= m - R']). The R' the geometry uses, min(R, m), is in that
     range for every B, W and A.""",
     """Counting the resume pages of a chunk is O(1) and exact, however long the chunk.""",
-    rlimit=2_100_000,
+    kills=("resume-count-off-by-one",),
+    rlimit=2_700_000,
 )
 def resume_count_closed_form(p: Prover) -> None:
     x, m, kept = ints("x m kept")

@@ -838,6 +838,9 @@ def _check_loads(w: HostWorld, prompts: Sequence[int]) -> Values | None:
                     prompt_tokens=P,
                 )
         _count("pages loaded into real slots", plan.num_pages)
+        # The names the loaded pages must get: those of the host pages they copy (pinned by
+        # the pending load, so no offload below can rename them).
+        expected = [c.host._name(hp) for hp in plan.host_pages]
         _count("loads of several pages", plan.num_pages > 1)
         # Before the engine completes the load, the bystander offloads its prompt (up to each
         # lcm multiple, then all of it): host pages are allocated while the load is pending.
@@ -849,6 +852,16 @@ def _check_loads(w: HostWorld, prompts: Sequence[int]) -> Values | None:
             elif names - c.host_names():
                 _count("offloads that evicted host names while a load was pending")
         c.complete_load(r, plan)
+        for dp, hp, name in zip(plan.device_pages, plan.host_pages, expected):
+            got = c.pool._name(dp)
+            if got != name:
+                return c.values(
+                    f"after complete_load: device page {dp} is named "
+                    f"{_nm(got) if got else 'nothing'}, not "
+                    f"{_nm(name) if name else 'nothing'}, the name of host page {hp} it loads",
+                    prompt_tokens=P,
+                )
+        _count("loaded pages named after complete_load", plan.num_pages)
         problem = c.oracle()
         if problem:
             return c.values(f"after complete_load: {problem}", prompt_tokens=P)
@@ -869,9 +882,10 @@ def _check_loads(w: HostWorld, prompts: Sequence[int]) -> Values | None:
     slot from the host and fits the free device pages, a claim into fresh tables puts each
     loaded device page in the slot it loads (never a hole), and after the third request
     offloads its prompt up to each lcm multiple and then all of it (allocating host pages
-    while the load is pending) and the engine copies and calls complete_load, the oracle
-    holds again, for the claimed request's reads (the resume pages or whole prefix at the
-    boundary) included.""",
+    while the load is pending) and the engine copies and calls complete_load, each loaded
+    device page carries the name of the host page it loads, and the oracle holds again, for
+    the claimed request's reads (the resume pages or whole prefix at the boundary)
+    included.""",
     """A request resumed from the host reads exactly the keys its prefix computed: every
     loaded page lands in a slot the query reads, gets the name of what was copied into it,
     and no offload can recycle a host page while its load is pending.""",

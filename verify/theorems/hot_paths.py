@@ -252,6 +252,7 @@ def routed(p: Prover) -> None:
     named as assumptions.""",
     cost=1,
     rlimit=2_000_000,
+    refute_first=False,
 )
 def native_hot_paths(p: Prover) -> None:
     p.core_first = CORE_FIRST

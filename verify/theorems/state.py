@@ -7,15 +7,18 @@ executed reclaim released, what ``runs.reclaimable`` (blocks_reclaimable_at) pre
 
 from __future__ import annotations
 
+from typing import Any
+
 import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 from livetail.spec import runs
 
 from ..z3arith import Z3
-from ._common import every_kind, ints, live_tail
+from ._common import Geometry, every_kind, ints, live_tail
 from ._prover import Prover
 from ._registry import theorem
 from ._runs import group
+from ._traces import transition_traces
 
 
 @theorem(
@@ -36,6 +39,8 @@ from ._runs import group
     kills=("real-pages-packed-first", "slid-out-off-by-one", "acquire-frontier-minus-one"),
     cost=3,
     rlimit=42_000_000,
+    executes=("acquire", "run_real"),
+    trace=transition_traces("acquire-places-holes-outside-every-window", "live"),
 )
 def acquire_places_holes(p: Prover) -> None:
     g = live_tail()
@@ -83,37 +88,59 @@ def acquire_places_holes(p: Prover) -> None:
 
 @theorem(
     "reclaim-exact-with-shared-pages",
-    """Executes the spec's reclaim_expired (spec/runs.py reclaim) at any frontier f up to the
-    extent on a symbolic table of two runs (symbolic slot counts, frontiers, tail room and
-    floor) whose first run's pages are shared with other holders (reference count c >= 2)
-    and second run's are not, for a sliding group with A = 0 and a state group (B, W
-    unbounded): it returns exactly what blocks_reclaimable_at(f) (runs.reclaimable) predicted
-    before, the free pages grow by that much, it drops one reference per real slot it lets
-    go (references dropped = real pages before - real pages after, so no real page below the
-    bound is left), the floor never moves down and ends at or above the bound, and a repeat
-    reclaim at f frees nothing and drops nothing. Unbounded.""",
+    """Executes the run-level reclaim (spec/runs.py reclaim, whose band, floor update and
+    reclaimable test, runs.reclaim_band, runs.floor_after and runs.counts_as_reclaimable, the
+    model's reclaim_expired and blocks_reclaimable_at call; the model's own slot loop is not
+    executed here, it is checked against the run description at run time) at any frontier f
+    up to the extent on a symbolic table of two runs (symbolic slot counts, frontiers, tail
+    room and floor) whose first run's pages are shared with other holders (reference count
+    c >= 2) and second run's are not, for a state group, a sliding group with A = 0 and a
+    live-tail sliding group (B, W, m unbounded; its band holds the holes its acquires left,
+    and an instance with a hole in the band is exhibited first): it returns exactly what
+    blocks_reclaimable_at(f) (runs.reclaimable) predicted before, the free pages grow by that
+    much, it drops one reference per real slot it lets go (references dropped = real pages
+    before - real pages after, so no real page below the bound is left), the floor never
+    moves down and ends at or above the bound, and a repeat reclaim at f frees nothing and
+    drops nothing. Unbounded; the last two steps for every live_count function (the facts
+    they use are proved lemmas).""",
     """An engine can predict what reclaim_expired gives back even when prefix caching shares
     pages, call it after every chunk, and never rescans a slot.""",
-    kills=("reclaim-keeps-band-top", "reclaimable-counts-shared", "reclaim-floor-to-bound"),
+    kills=(
+        "reclaim-keeps-band-top",
+        "reclaimable-counts-shared",
+        "reclaim-floor-to-bound",
+        "reclaim-floor-not-updated",
+    ),
     cost=3,
-    rlimit=2_000_000,
+    rlimit=17_000_000,
+    executes=("reclaim", "reclaimable"),
+    trace=transition_traces("reclaim-exact-with-shared-pages"),
 )
 def reclaim_exact(p: Prover) -> None:
-    for g in every_kind()[1:3]:
+    for g in every_kind()[1:]:
         gr = group(g)
         from ._runs import table
 
         tb, th = table(g, "", 2)
-        F, f, c = ints("F f c")
+        F, f, c, h = ints("F f c hole")
         refs = (c, z3.IntVal(1))
         hyps = [*g.hyps, *th, F >= 0, c >= 2, f >= 0, f <= geo.extent(tb.slots, tb.tail, g.B)]
         predicted = runs.reclaimable(tb, f, gr, refs, Z3)
         step = runs.reclaim(F, tb, f, gr, refs, Z3)
         b = geo.reclaim_bound(f, tb.slots, g.W, g.B, Z3)
         show = {"predicted": predicted, "released": step.released, "bound": b}
+        band = [*hyps, *[k >= 1 for k in runs.real_pages_in(tb, tb.floor, b, gr, Z3)]]
+        if g.live:
+            # Live tail: the band also holds a hole its acquire left (slot h, placed unreal).
+            # Z3 is pointed at one small geometry (B = 1, W = 2, m = 3); the search for the
+            # instance is what is slow, not its existence.
+            band += [tb.floor <= h, h < b, z3.Not(runs.slot_real(tb, h, gr, Z3))]
+            band += [g.B == 1, g.W == 2, g.m == 3]
         p.exhibit(
-            f"[{g.label}] a band holding a shared and an unshared page exists",
-            [*hyps, *[k >= 1 for k in runs.real_pages_in(tb, tb.floor, b, gr, Z3)]],
+            f"[{g.label}] a band holding a shared and an unshared page"
+            + (" and a hole" if g.live else "")
+            + " exists",
+            band,
             show=show,
         )
         p.prove(
@@ -128,20 +155,49 @@ def reclaim_exact(p: Prover) -> None:
             hyps,
             show=show,
         )
+        _reclaim_lets_go(p, g)
+
+
+def _reclaim_lets_go(p: Prover, g: Geometry) -> None:
+    """One reference dropped per real slot let go, and a repeat reclaim lets go of nothing.
+
+    Proved for every live_count function from instances of proved lemmas (live_count(x, 0,
+    f) = 0, and real_in splits at any slot), so holes in the band cost nothing to decide.
+    """
+    from ._runs import real_in_lemmas, table
+    from .transitions import count_lemmas, general
+
+    gr = group(g)
+    cf = count_lemmas(p, g)
+    _, split = real_in_lemmas(p, g, cf.cb)
+
+    def setup() -> tuple[Any, ...]:
+        tb, th = table(g, "", 2)
+        F, f, c = ints("F f c")
+        refs = (c, z3.IntVal(1))
+        hyps = [*g.hyps, *th, F >= 0, c >= 2, f >= 0, f <= geo.extent(tb.slots, tb.tail, g.B)]
+        step = runs.reclaim(F, tb, f, gr, refs, Z3)
+        b = geo.reclaim_bound(f, tb.slots, g.W, g.B, Z3)
+        y = Z3.max(tb.floor, b)
+        hyps += [b <= tb.slots]
+        for r in tb.runs:
+            hyps.append(split(r.first, r.count, r.frontier, tb.floor, y, tb.slots))
+            for lo in (tb.floor, y):  # an empty range [lo, hi <= lo) of the run counts 0
+                hyps += cf.zero(Z3.min(Z3.max(lo, r.first), r.end), r.frontier)
+        return tb, F, f, hyps, step
+
+    def dropped() -> tuple[Any, Any]:
+        tb, F, f, hyps, step = setup()
         before, after = runs.real_pages(tb, gr, Z3), runs.real_pages(step.table, gr, Z3)
-        p.prove(
-            f"[{g.label}] one reference dropped per real slot let go",
-            step.dropped == before - after,
-            hyps,
-            show={**show, "before": before, "after": after},
-        )
+        return step.dropped == before - after, hyps
+
+    def repeat() -> tuple[Any, Any]:
+        tb, F, f, hyps, step = setup()
         again = runs.reclaim(step.free, step.table, f, gr, step.refs, Z3)
-        p.prove(
-            f"[{g.label}] a repeat reclaim at f frees and drops nothing",
-            z3.And(again.released == 0, again.dropped == 0),
-            hyps,
-            show=show,
-        )
+        return z3.And(again.released == 0, again.dropped == 0), hyps
+
+    general(p, g, f"[{g.label}] one reference dropped per real slot let go", dropped)
+    general(p, g, f"[{g.label}] a repeat reclaim at f frees and drops nothing", repeat)
 
 
 @theorem(
@@ -158,9 +214,14 @@ def reclaim_exact(p: Prover) -> None:
     reclaim-bounded theorem and the differential campaign.""",
     """Pages never leak or double-count: whatever an engine acquires, reclaims and frees,
     free plus pinned stays the pool size, and freeing every request gives the pool back.""",
-    kills=("reclaim-keeps-band-top",),
+    kills=(
+        "reclaim-keeps-band-top",
+        "reclaim-floor-not-updated",
+    ),
     cost=6,
     rlimit=14_000_000,
+    executes=("acquire", "reclaim", "free_table"),
+    trace=transition_traces("conservation-inductive"),
 )
 def conservation(p: Prover) -> None:
     from ._runs import real_in_lemmas, table

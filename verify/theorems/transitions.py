@@ -29,6 +29,7 @@ from ._common import (
 from ._prover import Prover
 from ._registry import theorem
 from ._runs import extent, group, real_in_lemmas, table
+from ._traces import transition_traces
 
 
 def _needed(g: Geometry, t: runs.TableState, n: Term) -> Term:
@@ -176,8 +177,15 @@ def general(
     slot count, tail room, reclaim floor and real pages are all unchanged. Unbounded.""",
     """acquire is all-or-nothing and takes what blocks_needed_for promised: an engine that
     checks the count first never sees a half-allocated table.""",
+    kills=(
+        "acquire-frontier-minus-one",
+        "take-counts-holes",
+        "tail-after-off-by-one",
+    ),
     cost=6,
-    rlimit=5_200_000,
+    rlimit=14_000_000,
+    executes=("acquire",),
+    trace=transition_traces("acquire-all-or-nothing"),
 )
 def acquire_all_or_nothing(p: Prover) -> None:
     for g in every_kind():
@@ -257,8 +265,10 @@ def _acquire_kind(p: Prover, g: Geometry) -> None:
     are proved lemmas).""",
     """Admission for a multi-group request is one comparison: summed need against free pages;
     a coordinator acquire never leaves some groups grown and others not.""",
+    kills=("coordinator-fits-strict",),
     cost=8,
-    rlimit=8_400_000,
+    rlimit=17_000_000,
+    executes=("coordinator_acquire", "acquire"),
 )
 def coordinator_all_or_nothing(p: Prover) -> None:
     L, k1, k2, k3 = ints("L k1 k2 k3")
@@ -347,7 +357,9 @@ def coordinator_all_or_nothing(p: Prover) -> None:
     can never run out of pages in the middle of the chunk or the decode step, whatever it
     reclaims between them.""",
     cost=8,
-    rlimit=19_000_000,
+    rlimit=28_000_000,
+    executes=("acquire", "reclaim"),
+    trace=transition_traces("admission-promise"),
 )
 def admission_promise(p: Prover) -> None:
     for g in every_kind():
