@@ -20,6 +20,7 @@ After every step (property ``retention``) every unnamed free page precedes every
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
@@ -69,7 +70,7 @@ def apply_names_op(side: Side, op: dict[str, Any]) -> Outcome:
 
 
 def released_queue(
-    queue: tuple[int, ...], refs: tuple[int, ...], names: tuple[Any, ...], order: tuple[int, ...]
+    queue: Sequence[int], refs: Sequence[int], names: Mapping[int, Any], order: tuple[int, ...]
 ) -> tuple[list[int], list[int]]:
     """Queue and counts after dropping one reference per entry of `order`, in that order."""
     counts = list(refs)
@@ -78,7 +79,7 @@ def released_queue(
         counts[p] -= 1
         if counts[p] == 0:
             zero.append(p)
-    named = {p for p in zero if names[p] is not None}
+    named = {p for p in zero if p in names}
     return expected_queue(queue, zero, named), counts
 
 
@@ -92,7 +93,7 @@ def check_names_op(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> l
             problems.append(f"{what} changed state: " + "; ".join(state_diff(b, a)))
 
     if kind == "reset_names":
-        pinned = [p for p, n in enumerate(b.pool.names) if n is not None and b.pool.refs[p] >= 1]
+        pinned = [p for p, _ in b.pool.names if b.pool.refs[p] >= 1]
         if pinned:
             if out.value is not False:
                 problems.append(f"reset with named page {pinned[0]} pinned returned {out}")
@@ -107,7 +108,7 @@ def check_names_op(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> l
                 b.held,
             ):
                 problems.append("reset moved a page: " + "; ".join(state_diff(b, a)))
-            if any(n is not None for n in a.pool.names):
+            if a.pool.names:
                 problems.append("a name survived the reset")
     elif kind == "evict_names":
         nb = len(b.pool.refs)
@@ -118,12 +119,13 @@ def check_names_op(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> l
             unchanged("a rejected evict_names")
         else:
             dropped: list[int] = []
+            had = dict(b.pool.names)
             for p in ids:
-                if b.pool.names[p] is not None and p not in dropped:
+                if p in had and p not in dropped:
                     dropped.append(p)
             moved = [p for p in dropped if b.pool.refs[p] == 0]
             queue = moved + [q for q in b.pool.queue if q not in moved]
-            names = tuple(None if p in dropped else n for p, n in enumerate(b.pool.names))
+            names = tuple((p, n) for p, n in b.pool.names if p not in dropped)
             if out.value != len(dropped):
                 problems.append(f"evict_names({ids}) returned {out}, expected {len(dropped)}")
             if list(a.pool.queue) != queue:
@@ -162,7 +164,7 @@ def check_names_op(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> l
             unchanged("a second release")
         else:
             order = side.handles[i][1]
-            queue, refs = released_queue(b.pool.queue, b.pool.refs, b.pool.names, order)
+            queue, refs = released_queue(b.pool.queue, b.pool.refs, dict(b.pool.names), order)
             back = sum(1 for p in set(order) if refs[p] == 0)
             if out.value != back:
                 problems.append(f"release_detached returned {out}, {back} pages re-entered")
@@ -174,17 +176,23 @@ def check_names_op(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> l
 
 
 def check_retention(s: State) -> Verdict:
-    """Property 9 as a state invariant: no unnamed free page follows a named one."""
+    """Property 9 as a state invariant: no unnamed free page follows a named one.
+
+    Equivalently the queue's last k pages are its k named free pages (a cost that follows
+    the named pages, not the pool).
+    """
     if not s.pool.names:
         return Verdict("retention", True)
-    seen_named = None
-    for p in s.pool.queue:
-        if s.pool.names[p] is not None:
-            seen_named = p
-        elif seen_named is not None:
-            return Verdict(
-                "retention", False, f"unnamed free page {p} follows named page {seen_named}"
-            )
+    named = dict(s.pool.names)
+    k = sum(1 for p in named if s.pool.refs[p] == 0)
+    queue = s.pool.queue
+    tail = list(queue[len(queue) - k :]) if k else []
+    for i, p in enumerate(tail):
+        if p not in named:
+            first = next(q for q in tail[:i] if q in named) if i else None
+            if first is None:  # a named free page sits earlier in the queue
+                first = next(q for q in queue if q in named and q not in tail)
+            return Verdict("retention", False, f"unnamed free page {p} follows named page {first}")
     return Verdict("retention", True)
 
 
@@ -203,7 +211,7 @@ class NameRules:
             return
         s = self.world.state()
         nb = self.world.geometry.num_blocks
-        named = [p for p, n in enumerate(s.pool.names) if n is not None]
+        named = [p for p, _ in s.pool.names]
         pool = named or list(range(1, nb)) or [0]
         pages = data.draw(st.lists(st.sampled_from(pool), max_size=6), label="pages")
         if data.draw(st.integers(0, 9), label="bad id") == 0:
