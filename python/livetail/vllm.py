@@ -637,7 +637,6 @@ class KVCacheManager(_View):
         more = target - extent
         new = self.empty_kv_cache_blocks
         if more > 0:
-            before = list(map(len, tables))
             # acquire is all or nothing and fails exactly when its need exceeds the free
             # pages: the charge check above, with no watermark, reserve or claim to add.
             if not c.acquire(tables, more):
@@ -647,20 +646,25 @@ class KVCacheManager(_View):
                 if not extent:
                     self._forget_if_empty(rid)
                 return None
+            # A table of page size B holds ceil(extent / B) slots (its unused room is below
+            # one page), and every B is a multiple of the base page: no new base slot, no
+            # new slot in any group (15 decode steps in 16 at B = 16).
+            base = self._base
+            if (target + base - 1) // base > (extent + base - 1) // base:
+                new = self._new_blocks(tables, extent, target)
             extent = target
-            if list(map(len, tables)) != before:  # one decode step in B adds a slot
-                new = self._new_blocks(tables, before)
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
         return new
 
     def _new_blocks(
-        self, tables: Sequence[livetail.BlockTable], before: Sequence[int]
+        self, tables: list[livetail.BlockTable], extent: int, target: int
     ) -> KVCacheBlocks:
-        """vLLM's blocks for the slots past ``before`` (each table's length before a call)."""
+        """vLLM's blocks for the slots an acquire from ``extent`` to ``target`` tokens added."""
         blocks = self._blocks
+        ids = livetail.page_ids_batch(tables)  # one array for every group
         new = tuple(
-            [blocks[p] for p in t.page_ids()[b:].tolist()] if len(t) > b else []
-            for t, b in zip(tables, before)
+            [blocks[p] for p in ids[g, -(-extent // b) : -(-target // b)].tolist()]
+            for g, b in enumerate(self._block_sizes)
         )
         if self._zeroing:
             self._new_block_ids.extend(
