@@ -199,6 +199,48 @@ def test_take_events_gives_vllms_stored_events_with_their_tokens():
     assert m.take_events() == []
 
 
+def test_decode_steps_return_only_new_blocks_and_name_each_block_once_full():
+    m = manager(enable_kv_cache_events=True)
+    r = request("a", list(range(6)))
+    assert m.allocate_slots(r, 6).get_block_ids() == ([1, 2],)
+    r.num_computed_tokens = 6
+    got = []
+    for token in (100, 101, 102):
+        r.append_output_token_ids(token)
+        got.append(m.allocate_slots(r, 1).get_block_ids())
+        r.num_computed_tokens += 1
+    # Token 101 fills block 2 (named then), token 102 opens block 3.
+    assert got == [([],), ([],), ([3],)]
+    assert m.get_block_ids("a") == ([1, 2, 3],)
+    assert m.estimate_cached_tokens(r) == 8
+    h0, h1 = r.block_hashes[0], r.block_hashes[1]
+    assert [(e.block_hashes, e.parent_block_hash, e.token_ids) for e in m.take_events()] == [
+        ([maybe_convert_block_hash(h0)], None, [0, 1, 2, 3]),
+        ([maybe_convert_block_hash(h1)], maybe_convert_block_hash(h0), [4, 5, 100, 101]),
+    ]
+
+
+def test_a_decode_step_the_pool_cannot_serve_returns_none_and_keeps_the_request():
+    m = manager(num_blocks=3)
+    r = request("a", list(range(8)))
+    assert m.allocate_slots(r, 8).get_block_ids() == ([1, 2],)
+    r.num_computed_tokens = 8
+    r.append_output_token_ids(100)
+    assert m.allocate_slots(r, 1) is None
+    assert m.get_block_ids("a") == ([1, 2],)
+    assert m.block_pool.get_num_free_blocks() == 0
+    m.free(r)
+    assert m.block_pool.get_num_free_blocks() == 2
+
+
+def test_without_kv_events_the_pool_keeps_no_event_queue():
+    m = manager()
+    m.allocate_slots(request("a", list(range(9))), 9)
+    assert m.take_events() == []
+    with pytest.raises(ValueError, match="built with events=False"):
+        m.pool.take_events()
+
+
 def test_reset_prefix_cache_is_refused_while_a_page_is_in_use():
     m = manager(enable_kv_cache_events=True)
     a = request("a", list(range(10)))

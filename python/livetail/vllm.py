@@ -160,11 +160,15 @@ def group_specs(
 class _Req:
     """One request's tables (one per group) and what was named of them."""
 
-    __slots__ = ("cached_blocks", "tables")
+    __slots__ = ("cached_blocks", "named_keys", "tables")
 
     def __init__(self, tables: list[livetail.BlockTable]) -> None:
         self.tables = tables
         self.cached_blocks = [0] * len(tables)  # per group: full slots named so far
+        # Keys offered to cache_full_blocks so far (its num_tokens // base, capped by the
+        # keys): a call offering no more names nothing (the tables' naming cursors are at
+        # least there), so it is skipped.
+        self.named_keys = 0
 
 
 class _Detached(KVCacheBlock):
@@ -405,8 +409,10 @@ class KVCacheManager(_View):
             tuple(() for _ in range(self.num_kv_cache_groups))
         )
 
+        # The pool queues events only for a consumer: vLLM's take_events() returns none
+        # without enable_kv_cache_events.
         self.pool = livetail.BlockPool(
-            kv_cache_config.num_blocks, retention=self.retention, events=True
+            kv_cache_config.num_blocks, retention=self.retention, events=enable_kv_cache_events
         )
         self.livetail_coordinator = livetail.Coordinator(self.specs, self.pool)
         base = self.livetail_coordinator.base_block_size
@@ -587,8 +593,12 @@ class KVCacheManager(_View):
         if num_encoder_tokens:
             raise unsupported("encoder tokens (cross attention)")
         rid = request.request_id
-        match = self._adopted_match(rid, num_new_computed_tokens, new_computed_blocks)
-        r = self._req(rid)
+        match = (
+            None
+            if new_computed_blocks is None and not num_new_computed_tokens
+            else self._adopted_match(rid, num_new_computed_tokens, new_computed_blocks)
+        )
+        r = self._reqs.get(rid) or self._req(rid)
         tables = r.tables
         if match is not None and any(len(t) or t.is_bound for t in tables):
             raise unsupported("a prefix hit adopted by a request that holds blocks")
@@ -606,33 +616,60 @@ class KVCacheManager(_View):
             if self._charge(tables, match, full) + watermark > self.pool.num_free:
                 return None
         target = min(total + num_new_tokens, self.max_model_len)
-        if self._reclaims and len(tables[0]):
-            done = max(0, total - request.num_in_flight_tokens)
-            self.livetail_coordinator.reclaim_expired(tables, min(done, self._extent(tables)))
-            self._drain_events(None)
-        need = self._charge(tables, match, target)
-        if need + watermark > self.pool.num_free - reserved_blocks:
-            if not len(tables[0]):
-                self._forget_if_empty(rid)
-            return None
-
         c = self.livetail_coordinator
-        if match is not None:
-            c.claim(tables, match)
-            del self._matches[rid]
-            for g, b in enumerate(self._block_sizes):
-                r.cached_blocks[g] = int(match.num_tokens) // b
-        before = [len(t) for t in tables]
-        more = target - self._extent(tables)
+        extent = tables[0].extent
+        if self._reclaims and extent:
+            # A reclaim changes no table's length or extent.
+            done = max(0, total - request.num_in_flight_tokens)
+            c.reclaim_expired(tables, min(done, extent))
+        if match is not None or watermark or reserved_blocks:
+            need = self._charge(tables, match, target)
+            if need + watermark > self.pool.num_free - reserved_blocks:
+                if not extent:
+                    self._forget_if_empty(rid)
+                return None
+            if match is not None:
+                c.claim(tables, match)
+                del self._matches[rid]
+                for g, b in enumerate(self._block_sizes):
+                    r.cached_blocks[g] = int(match.num_tokens) // b
+                extent = tables[0].extent
+        more = target - extent
+        new = self.empty_kv_cache_blocks
         if more > 0:
-            ok = c.acquire(tables, more)
-            assert ok, "an acquire failed after its charge was checked"
-        new = tuple(self._to_blocks(t, b) for t, b in zip(tables, before))
+            # acquire is all or nothing and fails exactly when its need exceeds the free
+            # pages: the charge check above, with no watermark, reserve or claim to add.
+            if not c.acquire(tables, more):
+                assert match is None and not watermark and not reserved_blocks, (
+                    "an acquire failed after its charge was checked"
+                )
+                if not extent:
+                    self._forget_if_empty(rid)
+                return None
+            # A table of page size B holds ceil(extent / B) slots (its unused room is below
+            # one page), and every B is a multiple of the base page: no new base slot, no
+            # new slot in any group (15 decode steps in 16 at B = 16).
+            base = self._base
+            if (target + base - 1) // base > (extent + base - 1) // base:
+                new = self._new_blocks(tables, extent, target)
+            extent = target
+        self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
+        return new
+
+    def _new_blocks(
+        self, tables: list[livetail.BlockTable], extent: int, target: int
+    ) -> KVCacheBlocks:
+        """vLLM's blocks for the slots an acquire from ``extent`` to ``target`` tokens added."""
+        blocks = self._blocks
+        ids = livetail.page_ids_batch(tables)  # one array for every group
+        new = tuple(
+            [blocks[p] for p in ids[g, -(-extent // b) : -(-target // b)].tolist()]
+            for g, b in enumerate(self._block_sizes)
+        )
         if self._zeroing:
             self._new_block_ids.extend(
-                b.block_id for blocks in new for b in blocks if not b.is_null
+                blk.block_id for group in new for blk in group if not blk.is_null
             )
-        self._cache(request, r, min(total + num_new_tokens, request.num_tokens))
         return self.create_kv_cache_blocks(new)
 
     def _adopted_match(
@@ -656,15 +693,21 @@ class KVCacheManager(_View):
         if r is not None and not len(r.tables[0]) and not r.tables[0].is_bound:
             del self._reqs[rid]
 
-    def _cache(self, request: Request, r: _Req, num_tokens: int) -> None:
+    def _cache(self, request: Request, r: _Req, num_tokens: int, extent: int) -> None:
+        """Name the request's pages up to num_tokens (tables' extent given); O(1) when no
+        key is new to it."""
         if not self.enable_caching:
             return
-        keys = self._keys_of(request)
-        n = min(num_tokens, self._extent(r.tables))
+        n = min(num_tokens, extent)
         if n <= 0:
             return
+        offered = min(n // self._base, len(request.block_hashes) // self._hashes_per_key)
+        if offered <= r.named_keys:
+            return
+        keys = self._keys_of(request)
         self._name_pages(r.tables, keys, n)
-        covered = min(n, len(keys) * self._base)
+        r.named_keys = offered
+        covered = offered * self._base
         for g, b in enumerate(self._block_sizes):
             r.cached_blocks[g] = max(r.cached_blocks[g], covered // b)
         self._drain_events(request)
@@ -760,7 +803,7 @@ class KVCacheManager(_View):
         r = self._reqs.get(request.request_id)
         if r is None or not len(r.tables[0]):
             return
-        self._cache(request, r, num_computed_tokens)
+        self._cache(request, r, num_computed_tokens, self._extent(r.tables))
 
     def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
         return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks
@@ -803,8 +846,10 @@ class KVCacheManager(_View):
 
     def _drain_events(self, request: Request | None) -> None:
         """livetail's pool events as vLLM's event objects (stored ones carry the tokens)."""
+        if not self.enable_kv_cache_events:
+            return  # the pool queues none
         raw = self.pool.take_events()
-        if not raw or not self.enable_kv_cache_events:
+        if not raw:
             return
         for ev in raw:
             kind, _tier, group, keys, parent, first = ev[:6]
