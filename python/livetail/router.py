@@ -18,9 +18,10 @@ Names are indexed by the low 64 bits of the block hash, the form of vLLM's defau
 ``ExternalBlockHash``; 32-byte hashes (``int_block_hashes=False``) are reduced to the same
 64 bits, so both forms index alike and match the keys of ``livetail.page_keys``.
 
-The index is pure Python and numpy: an open-addressing hash table of 64-bit hashes to rows,
-and a presence matrix (row, engine group) of tier bits, so that a query looks up all of a
-prompt's keys at once and answers every engine from one gather.
+The index is numpy arrays: an open-addressing hash table of 64-bit hashes to rows, and a
+presence matrix (row, engine group) of tier bits. The two hot loops, probing the table and
+searching one engine's greatest boundary, run in the native module (``livetail._core``,
+native/src/router.cpp) when it imports, else in numpy (the same answers; tests compare them).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+try:
+    from . import _core
+
+    _NATIVE = True
+except ImportError:  # a foreign-platform install: numpy alone gives the same answers
+    _NATIVE = False
 
 __all__ = ["GROUP_KINDS", "PrefixIndex", "SequenceGap", "key_hashes"]
 
@@ -144,7 +152,9 @@ def _resume(layout: GroupLayout) -> int:
 
 
 class _Engine:
-    __slots__ = ("id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready")
+    __slots__ = (
+        "id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready", "rules"
+    )
 
     def __init__(self, engine_id: Hashable) -> None:
         self.id = engine_id
@@ -156,8 +166,10 @@ class _Engine:
         self.base = 0
         self.lcm = 0
         self.ready = False  # every group's layout known
+        self.rules: np.ndarray | None = None  # (block size, resume, column) per group, cached
 
     def relayout(self) -> None:
+        self.rules = None
         known = [g for g in self.groups if g is not None]
         self.ready = bool(known) and len(known) == len(self.groups)
         base, lcm = 0, 1
@@ -187,6 +199,7 @@ class PrefixIndex:
         self._row_hash = np.zeros(1024, np.uint64)
         self._presence = np.zeros((1024, 8), np.uint8)  # tier bits per (row, column)
         self._free_cols: list[int] = list(range(7, -1, -1))
+        self._native = _NATIVE  # False: the numpy loops alone (tests compare both)
 
     # -- engines ---------------------------------------------------------------------------
 
@@ -291,6 +304,7 @@ class PrefixIndex:
                 self._presence = grown
                 self._free_cols = list(range(grown.shape[1] - 1, old.shape[1] - 1, -1))
             c = eng.cols[g] = self._free_cols.pop()
+            eng.rules = None
         return c
 
     # -- events ----------------------------------------------------------------------------
@@ -406,6 +420,8 @@ class PrefixIndex:
 
     def _lookup(self, h: np.ndarray) -> np.ndarray:
         """Row of each hash, 0 where the index has none."""
+        if self._native:
+            return _core._router_lookup(self._table, self._bits, np.ascontiguousarray(h))
         out = np.zeros(len(h), np.int32)
         if not len(h):
             return out
@@ -452,6 +468,9 @@ class PrefixIndex:
 
     def _place(self, h: np.ndarray, rows: np.ndarray) -> None:
         """Puts distinct hashes the table lacks into free slots (linear probing)."""
+        if self._native:
+            _core._router_place(self._table, self._bits, h, rows.astype(np.int32, copy=False))
+            return
         mask = (1 << self._bits) - 1
         pos = self._slots(h)
         tab = self._table
@@ -551,6 +570,9 @@ class PrefixIndex:
         ready = [e for e in engines if e.ready]  # a group of unknown layout: 0 is all that is safe
         if not ready or not len(h):
             return out
+        if self._native:
+            out.update(self._answer_native(h, ready))
+            return out
         # Keys are looked up in growing chunks while some engine's full groups still hold
         # every slot so far: past the first slot that each engine's full groups miss, no
         # answer can grow. (An engine without a full group may match anywhere: all keys.)
@@ -570,6 +592,42 @@ class PrefixIndex:
         for es in same.values():
             got = _answers(es[0], [e.cols for e in es], present, c)
             out.update(zip((e.id for e in es), got))
+        return out
+
+    def _answer_native(self, h: np.ndarray, ready: list[_Engine]) -> dict[Hashable, int]:
+        """``_answer`` with the native probes and boundary search, one engine at a time."""
+        n = len(h)
+        todo = []
+        out: dict[Hashable, int] = {}
+        for e in ready:
+            if e.lcm > INT32_MAX:
+                out[e.id] = 0  # not even one boundary fits in 2**31 - 1 tokens
+                continue
+            if e.rules is None:
+                e.rules = np.array(
+                    [(lay[0], _resume(lay), c) for lay, c in zip(e.groups, e.cols) if lay],
+                    np.int64,
+                ).reshape(-1, 3)
+            todo.append(e)
+        # As in _answer: keys in growing chunks while some engine's full groups hold every
+        # slot so far (an engine without a full group may match anywhere: all keys). An
+        # engine whose full groups miss a slot has its final answer.
+        has_full = all(bool((e.rules[:, 1] < 0).any()) for e in todo)  # type: ignore[index]
+        c = min(n, _FIRST_CHUNK) if has_full else n
+        h = np.ascontiguousarray(h)
+        rows = _core._router_lookup(self._table, self._bits, h[:c])
+        while todo:
+            going = []
+            for e in todo:
+                t, through = _core._router_longest(self._presence, rows, e.base, e.lcm, e.rules)
+                out[e.id] = t
+                if through and c < n:
+                    going.append(e)
+            if not going:
+                break
+            nxt = min(n, 4 * c)
+            rows = np.concatenate((rows, _core._router_lookup(self._table, self._bits, h[c:nxt])))
+            c, todo = nxt, going
         return out
 
     def _may_extend(
