@@ -102,10 +102,7 @@ def _hash_array(hashes: list[Any]) -> np.ndarray:
         return np.zeros(0, np.uint64)
     types = set(map(type, hashes))
     if types == {int}:
-        try:
-            return np.array(hashes, dtype=np.uint64)
-        except OverflowError:
-            raise ValueError("block_hashes: an integer hash outside [0, 2**64)") from None
+        return _int_hashes(hashes)
     if types == {bytes}:
         if set(map(len, hashes)) == {32}:
             return np.frombuffer(b"".join(hashes), ">u8").reshape(-1, 4)[:, 3].astype(np.uint64)
@@ -113,6 +110,18 @@ def _hash_array(hashes: list[Any]) -> np.ndarray:
             raise ValueError("block_hashes: an empty bytes hash")
         return np.array([int.from_bytes(h[-8:], "big") for h in hashes], dtype=np.uint64)
     raise ValueError("block_hashes: every hash must be an int or bytes, one form per event")
+
+
+def _int_hashes(hashes: list[int]) -> np.ndarray:
+    try:
+        return np.array(hashes, dtype=np.uint64)
+    except OverflowError:
+        raise ValueError("block_hashes: an integer hash outside [0, 2**64)") from None
+
+
+# Layouts of stored events seen before, by (block_size, kind, window) of exact types int,
+# str, int or None: a batch's events mostly repeat a few, and _as_layout costs per event.
+_SEEN_LAYOUTS: dict[tuple[int, str, int | None], GroupLayout] = {}
 
 
 def _as_layout(group: object, where: str) -> GroupLayout:
@@ -352,11 +361,11 @@ class PrefixIndex:
             if seq > eng.expected:
                 eng.gaps.append((eng.expected, seq - 1))
             eng.expected = seq + 1
-        for clear, hashes, groups, bits, stores in segments:
+        for clear, hashes, groups, bits, stores, group_set in segments:
             if clear is not None:
                 self._clear(eng, clear)
             if len(hashes):
-                self._apply_keys(eng, hashes, groups, bits, stores)
+                self._apply_keys(eng, hashes, groups, bits, stores, group_set)
         return True
 
     def _clear(self, eng: _Engine, bits: int) -> None:
@@ -374,8 +383,9 @@ class PrefixIndex:
         groups: np.ndarray,
         bits: np.ndarray,
         stores: np.ndarray,
+        group_set: set[int],
     ) -> None:
-        for g in np.unique(groups).tolist():
+        for g in group_set:
             self._column(eng, g)
         cols = np.asarray(eng.cols, np.int64)[groups]
         if (self._used + len(hashes)) * 2 > (1 << self._bits):
@@ -395,17 +405,24 @@ class PrefixIndex:
         width = self._presence.shape[1]
         idx = rows.astype(np.int64) * width + cols
         b, s = bits, stores
-        if s.any() and not s.all():
+        flat = self._presence.reshape(-1)
+        # Removals only clear bits: the null row 0 (removals of names never stored) stays
+        # empty. The usual batch is of one kind and one tier: one fancy update.
+        one_kind = bool(s[0]) if s.all() or not s.any() else None
+        if one_kind is not None and (b == b[0]).all():
+            bit = b[0]
+            if one_kind:
+                flat[idx] |= bit
+            else:
+                flat[idx] &= np.uint8(_ALL_TIERS & ~int(bit))
+            return
+        if one_kind is None:
             # Stores and removals mixed: the last event on each (row, column, tier) decides.
             # (Within one kind a cell written twice gets the same value: no need.)
             cell = idx * 4 + b
             _, last_rev = np.unique(cell[::-1], return_index=True)
             last = len(cell) - 1 - last_rev
             idx, b, s = idx[last], b[last], s[last]
-        # Row 0 (removals of names never stored) is the null row: it must stay empty.
-        real = idx >= width
-        idx, b, s = idx[real], b[real], s[real]
-        flat = self._presence.reshape(-1)
         # One pass per tier: within one, every cell occurs once (fancy |= keeps one write).
         for bit in (1, 2):
             mine = b == bit
@@ -736,8 +753,8 @@ def _events_of(batch: object) -> list[Any]:
 
 
 # One run of events between clears: (tiers cleared before it or None, hashes, groups, tier
-# bits, stored?) with one entry per key.
-_Segment = tuple["int | None", np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# bits, stored?) with one entry per key, and the set of its groups.
+_Segment = tuple["int | None", np.ndarray, np.ndarray, np.ndarray, np.ndarray, set[int]]
 
 
 def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> list[_Segment]:
@@ -745,9 +762,16 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
     segments: list[_Segment] = []
     clear: int | None = None
     hashes: list[np.ndarray] = []
+    ints: list[int] = []  # integer hashes of the events since the last array: one conversion
     meta: list[tuple[int, int, bool, int]] = []  # (group, tier bit, stored?, keys)
 
+    def flush() -> None:
+        if ints:
+            hashes.append(_int_hashes(ints))
+            ints.clear()
+
     def close() -> None:
+        flush()
         if meta or clear is not None:
             counts = [m[3] for m in meta]
             h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
@@ -758,11 +782,12 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
                     np.repeat(np.array([m[0] for m in meta], np.int64), counts),
                     np.repeat(np.array([m[1] for m in meta], np.uint8), counts),
                     np.repeat(np.array([m[2] for m in meta], bool), counts),
+                    {m[0] for m in meta},
                 )
             )
 
     for i, ev in enumerate(events):
-        if not isinstance(ev, Mapping):
+        if type(ev) is not dict and not isinstance(ev, Mapping):
             raise ValueError(f"events[{i}]: an event must be a map (vLLM's map encoding)")
         kind = ev.get("type")
         if kind == "AllBlocksCleared":
@@ -789,14 +814,22 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
         bit = _TIER_BITS.get(medium, 0)
         if kind == "BlockStored":
             kind_name = ev.get("kv_cache_spec_kind")
-            got = _as_layout(
-                (
-                    ev.get("block_size"),
-                    "full_attention" if kind_name is None else kind_name,
-                    ev.get("kv_cache_spec_sliding_window"),
-                ),
-                f"events[{i}]",
+            spec = (
+                ev.get("block_size"),
+                "full_attention" if kind_name is None else kind_name,
+                ev.get("kv_cache_spec_sliding_window"),
             )
+            usual = (
+                type(spec[0]) is int
+                and type(spec[1]) is str
+                and (spec[2] is None or type(spec[2]) is int)
+            )
+            seen = _SEEN_LAYOUTS.get(spec) if usual else None  # type: ignore[arg-type]
+            if seen is None:
+                seen = _as_layout(spec, f"events[{i}]")
+                if usual and len(_SEEN_LAYOUTS) < 4096:
+                    _SEEN_LAYOUTS[spec] = seen  # type: ignore[index]
+            got = seen
             while len(layout) <= g:
                 layout.append(None)
             known = layout[g]
@@ -804,12 +837,16 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
                 layout[g] = got
             elif known != got:
                 raise ValueError(f"events[{i}]: group {g} is {got}, known as {known}")
-        arr = _hash_array(hs)
-        if bit == 0 or not len(arr):
-            continue  # a tier that does not count (section 10), or nothing named
+        if bit and hs and set(map(type, hs)) == {int}:
+            ints.extend(hs)  # converted (and range-checked) with the segment's other ints
+        else:
+            arr = _hash_array(hs)
+            if bit == 0 or not len(arr):
+                continue  # a tier that does not count (section 10), or nothing named
+            flush()
+            hashes.append(arr)
         while len(layout) <= g:
             layout.append(None)
-        hashes.append(arr)
-        meta.append((g, bit, kind == "BlockStored", len(arr)))
+        meta.append((g, bit, kind == "BlockStored", len(hs)))
     close()
     return segments
