@@ -156,3 +156,29 @@ def test_native_hooks_refuse_wrong_arrays() -> None:
         _core._router_longest(presence, rows, 4, 4, np.array([[4, -1]], np.int64))
     with pytest.raises(TypeError, match="rules"):
         _core._router_longest(presence, rows, 4, 4, rules.astype(np.int32))
+
+
+def test_key_hashes_native_and_numpy_agree_and_refuse_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keys = [bytes(range(i, i + 32)) for i in range(5)]
+    want = [int.from_bytes(k[-8:], "big") for k in keys]
+    native = router.key_hashes(keys)
+    assert native.dtype == np.uint64 and native.tolist() == want
+    assert router.key_hashes(tuple(keys)).tolist() == want
+    assert _core._router_key_hashes([bytearray(keys[0])]) is None  # numpy decides
+    assert router.key_hashes([bytearray(keys[0])]).tolist() == want[:1]
+    bad: list[tuple[Any, type[Exception], str]] = [
+        ("abc", TypeError, "list of 32-byte"),
+        ([keys[0], 7], TypeError, "bytes objects"),
+        ([keys[0], b"short"], ValueError, "32 bytes"),
+    ]
+    for arg, error, message in bad:
+        with pytest.raises(error, match=message):
+            router.key_hashes(arg)
+    monkeypatch.setattr(router, "_NATIVE", False)
+    assert router.key_hashes(keys).tolist() == want
+    assert router.key_hashes([]).tolist() == []
+    for arg, error, message in bad:
+        with pytest.raises(error, match=message):
+            router.key_hashes(arg)

@@ -83,6 +83,10 @@ class SequenceGap(Exception):
 
 def key_hashes(keys: Sequence[bytes]) -> np.ndarray:
     """The 64-bit hashes (uint64) of 32-byte keys: each key's low 8 bytes, big-endian."""
+    if _NATIVE:
+        got = _core._router_key_hashes(keys)  # None: not all bytes of 32, see below
+        if got is not None:
+            return got
     if not isinstance(keys, (list, tuple)):
         raise TypeError("keys must be a list of 32-byte bytes")
     if not keys:
