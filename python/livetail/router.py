@@ -365,11 +365,11 @@ class PrefixIndex:
             if seq > eng.expected:
                 eng.gaps.append((eng.expected, seq - 1))
             eng.expected = seq + 1
-        for clear, hashes, groups, bits, stores, group_set in segments:
+        for clear, hashes, groups, bits, stores, group_set, uniform in segments:
             if clear is not None:
                 self._clear(eng, clear)
             if len(hashes):
-                self._apply_keys(eng, hashes, groups, bits, stores, group_set)
+                self._apply_keys(eng, hashes, groups, bits, stores, group_set, uniform)
         return True
 
     def _clear(self, eng: _Engine, bits: int) -> None:
@@ -388,6 +388,7 @@ class PrefixIndex:
         bits: np.ndarray,
         stores: np.ndarray,
         group_set: set[int],
+        uniform: tuple[int, bool] | None,
     ) -> None:
         for g in group_set:
             self._column(eng, g)
@@ -396,6 +397,21 @@ class PrefixIndex:
             self._rebuild(len(hashes))  # before any lookup: it renumbers rows
         rows = self._lookup(hashes)
         missing = rows == 0
+        if uniform is not None:
+            # The usual batch: every event of one kind on one tier. Removals only clear
+            # bits, so the null row 0 (names never stored) stays empty.
+            bit, stored = uniform
+            if stored and missing.any():
+                new, inverse = np.unique(hashes[missing], return_inverse=True)
+                rows[missing] = self._insert(new) + inverse.reshape(-1)
+            width = self._presence.shape[1]  # after _insert, which may grow the matrix
+            flat = self._presence.reshape(-1)
+            idx = rows.astype(np.int64) * width + cols
+            if stored:
+                flat[idx] |= np.uint8(bit)
+            else:
+                flat[idx] &= np.uint8(_ALL_TIERS & ~bit)
+            return
         if (missing & stores).any():
             new = np.unique(hashes[missing & stores])
             first = self._insert(new)
@@ -407,20 +423,10 @@ class PrefixIndex:
             got[hit] = first + at[hit]
             rows[missing] = got
         width = self._presence.shape[1]
+        flat = self._presence.reshape(-1)
         idx = rows.astype(np.int64) * width + cols
         b, s = bits, stores
-        flat = self._presence.reshape(-1)
-        # Removals only clear bits: the null row 0 (removals of names never stored) stays
-        # empty. The usual batch is of one kind and one tier: one fancy update.
-        one_kind = bool(s[0]) if s.all() or not s.any() else None
-        if one_kind is not None and (b == b[0]).all():
-            bit = b[0]
-            if one_kind:
-                flat[idx] |= bit
-            else:
-                flat[idx] &= np.uint8(_ALL_TIERS & ~int(bit))
-            return
-        if one_kind is None:
+        if s.any() and not s.all():
             # Stores and removals mixed: the last event on each (row, column, tier) decides.
             # (Within one kind a cell written twice gets the same value: no need.)
             cell = idx * 4 + b
@@ -757,8 +763,11 @@ def _events_of(batch: object) -> list[Any]:
 
 
 # One run of events between clears: (tiers cleared before it or None, hashes, groups, tier
-# bits, stored?) with one entry per key, and the set of its groups.
-_Segment = tuple["int | None", np.ndarray, np.ndarray, np.ndarray, np.ndarray, set[int]]
+# bits, stored?) with one entry per key, the set of its groups, and (tier bit, stored?) if
+# every event has the same (the usual batch), else None.
+_Segment = tuple[
+    "int | None", np.ndarray, np.ndarray, np.ndarray, np.ndarray, set[int], "tuple[int, bool] | None"
+]
 
 
 def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> list[_Segment]:
@@ -779,6 +788,7 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
         if meta or clear is not None:
             counts = [m[3] for m in meta]
             h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+            kinds = {(m[1], m[2]) for m in meta}
             segments.append(
                 (
                     clear,
@@ -787,6 +797,7 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
                     np.repeat(np.array([m[1] for m in meta], np.uint8), counts),
                     np.repeat(np.array([m[2] for m in meta], bool), counts),
                     {m[0] for m in meta},
+                    kinds.pop() if len(kinds) == 1 else None,
                 )
             )
 
