@@ -118,9 +118,12 @@ def _hash_array(hashes: list[Any]) -> np.ndarray:
 
 def _int_hashes(hashes: list[int]) -> np.ndarray:
     try:
-        return np.array(hashes, dtype=np.uint64)
+        # numpy < 2 wraps a negative int into uint64 instead of raising: check it first.
+        if min(hashes) >= 0:
+            return np.array(hashes, dtype=np.uint64)
     except OverflowError:
-        raise ValueError("block_hashes: an integer hash outside [0, 2**64)") from None
+        pass
+    raise ValueError("block_hashes: an integer hash outside [0, 2**64)")
 
 
 # Layouts of stored events seen before, by (block_size, kind, window) of exact types int,
