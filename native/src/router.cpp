@@ -94,8 +94,10 @@ Longest longest(std::span<const uint8_t> presence, size_t width, std::span<const
     std::vector<int32_t>& run = runs[partial++];
     const int64_t k = g.size / base, slots = m_max * lcm / g.size;
     run.assign(static_cast<size_t>(slots) + 1, 0);
-    for (int64_t j = 0; j < slots; ++j)
-      run[static_cast<size_t>(j) + 1] = present(j, k, g.column) ? run[static_cast<size_t>(j)] + 1 : 0;
+    for (int64_t j = 0; j < slots; ++j) {
+      const auto at = static_cast<size_t>(j);
+      run[at + 1] = present(j, k, g.column) ? run[at] + 1 : 0;
+    }
   }
   for (int64_t m = m_max; m >= 1; --m) {
     bool ok = true;

@@ -769,7 +769,13 @@ def _events_of(batch: object) -> list[Any]:
 # bits, stored?) with one entry per key, the set of its groups, and (tier bit, stored?) if
 # every event has the same (the usual batch), else None.
 _Segment = tuple[
-    "int | None", np.ndarray, np.ndarray, np.ndarray, np.ndarray, set[int], "tuple[int, bool] | None"
+    "int | None",
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    set[int],
+    "tuple[int, bool] | None",
 ]
 
 
