@@ -642,7 +642,7 @@ class PrefixIndex:
         # As in _answer: keys in growing chunks while some engine's full groups hold every
         # slot so far (an engine without a full group may match anywhere: all keys). An
         # engine whose full groups miss a slot has its final answer.
-        has_full = all(bool((e.rules[:, 1] < 0).any()) for e in todo)  # type: ignore[index]
+        has_full = all(any(lay is not None and lay[1] == "full" for lay in e.groups) for e in todo)
         c = min(n, _FIRST_CHUNK) if has_full else n
         h = np.ascontiguousarray(h)
         rows = _core._router_lookup(self._table, self._bits, h[:c])
