@@ -10,7 +10,8 @@ Prints, each the median of --repeat runs (min in brackets):
   8/8 of it on every group, among --names other names: ``match_keys`` given the 32-byte
   keys and given their 64-bit hashes, then for a prompt that shares only its first 4096
   tokens with them (the lookups stop early), and apart from it the hashing (``page_keys``)
-  and the key-to-hash conversion;
+  and the key-to-hash conversion; the one-engine query again on the numpy loops alone (the
+  index's fallback without the native module);
 - memory per name (tracemalloc): the index's allocations divided by the names it holds,
   for one engine naming --names hashes in a full group, then in all three groups.
 """
@@ -133,6 +134,10 @@ def bench_query(names: int, engines: int, repeat: int, rng: random.Random) -> No
     one.remove_engine("other")
     med, low = timed(lambda: one.match_keys(h), repeat)
     print(f"  match_keys(hashes), 1 engine {med * 1e6:8.0f} us [{low * 1e6:.0f}]")
+    one._native = False  # the numpy loops the index falls back on without livetail._core
+    assert one.match_keys(h) == {0: 128 * 1024}
+    med, low = timed(lambda: one.match_keys(h), repeat)
+    print(f"  the same on the numpy loops  {med * 1e6:8.0f} us [{low * 1e6:.0f}]")
 
 
 def bench_memory(names: int, rng: random.Random) -> None:

@@ -6,7 +6,8 @@ completed, deferred and aborted) run requests on prompts that share system promp
 every operation (resets of both tiers and evictions of given pages included) the engine's
 events go over the wire encoding (msgpack payload or decoded batch, integer or 32-byte
 hashes) into one index, and for every probe prompt and engine the
-index's answer must equal ``coordinator.match_prefix(page_keys(prompt, base)).num_tokens``.
+index's answer must equal ``coordinator.match_prefix(page_keys(prompt, base)).num_tokens``,
+and an index on the numpy loops alone (no native probes) must answer the same.
 """
 
 from __future__ import annotations
@@ -202,9 +203,12 @@ def run(
 ) -> None:
     engines = [Engine(*s[:6]) for s in setups]
     index = PrefixIndex()
+    numpy_only = PrefixIndex()  # the same stream on the numpy loops: the same answers
+    numpy_only._native = False
     for i, (e, s) in enumerate(zip(engines, setups)):
         if s[6]:
             index.add_engine(i, e.layout)
+            numpy_only.add_engine(i, e.layout)
     for kind, which, slot, arg in ops:
         i = which % len(engines)
         e = engines[i]
@@ -222,8 +226,10 @@ def run(
             e.finish_load(slot)
         seq, batch = e.batch()
         assert index.apply(i, batch, seq) is True
+        assert numpy_only.apply(i, batch, seq) is True
         for tokens in PROBES:
             got = index.match(tokens)
+            assert numpy_only.match(tokens) == got
             for j, other in enumerate(engines):
                 # A learned layout is exact once every group has been heard from.
                 if setups[j][6] or (j in index.engines and index.layout(j) == _rules(other)):

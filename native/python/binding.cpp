@@ -9,6 +9,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "livetail/managers.h"
 #include "livetail/pool.h"
 #include "livetail/prefix.h"
+#include "livetail/router.h"
 #include "livetail/table.h"
 #include "stats.h"
 
@@ -379,6 +381,7 @@ using PoolArg = nb::handle_t<BlockPool>;
 #include "bind_table.inc"        // BlockTable, page_ids_batch
 #include "bind_managers.inc"     // Manager and its three kinds, GroupSpec
 #include "bind_coordinator.inc"  // Coordinator
+#include "bind_router.inc"       // livetail.router's table probes and boundary search
 #ifdef LIVETAIL_SANITIZE
 namespace livetail {
 void bind_sanitizer_control(nb::module_& m);  // test-only: sanitize_control.cpp
@@ -401,6 +404,7 @@ NB_MODULE(_core, m) {
   bind_table_batch(m);
   bind_plan(m);
   bind_host(m);
+  bind_router(m);
 
 #ifdef LIVETAIL_SANITIZE
   livetail::bind_sanitizer_control(m);

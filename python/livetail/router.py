@@ -18,9 +18,10 @@ Names are indexed by the low 64 bits of the block hash, the form of vLLM's defau
 ``ExternalBlockHash``; 32-byte hashes (``int_block_hashes=False``) are reduced to the same
 64 bits, so both forms index alike and match the keys of ``livetail.page_keys``.
 
-The index is pure Python and numpy: an open-addressing hash table of 64-bit hashes to rows,
-and a presence matrix (row, engine group) of tier bits, so that a query looks up all of a
-prompt's keys at once and answers every engine from one gather.
+The index is numpy arrays: an open-addressing hash table of 64-bit hashes to rows, and a
+presence matrix (row, engine group) of tier bits. The two hot loops, probing the table and
+searching one engine's greatest boundary, run in the native module (``livetail._core``,
+native/src/router.cpp) when it imports, else in numpy (the same answers; tests compare them).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+try:
+    from . import _core
+
+    _NATIVE = True
+except ImportError:  # a foreign-platform install: numpy alone gives the same answers
+    _NATIVE = False
 
 __all__ = ["GROUP_KINDS", "PrefixIndex", "SequenceGap", "key_hashes"]
 
@@ -75,6 +83,10 @@ class SequenceGap(Exception):
 
 def key_hashes(keys: Sequence[bytes]) -> np.ndarray:
     """The 64-bit hashes (uint64) of 32-byte keys: each key's low 8 bytes, big-endian."""
+    if _NATIVE:
+        got = _core._router_key_hashes(keys)  # None: not all bytes of 32, see below
+        if got is not None:
+            return got
     if not isinstance(keys, (list, tuple)):
         raise TypeError("keys must be a list of 32-byte bytes")
     if not keys:
@@ -94,10 +106,7 @@ def _hash_array(hashes: list[Any]) -> np.ndarray:
         return np.zeros(0, np.uint64)
     types = set(map(type, hashes))
     if types == {int}:
-        try:
-            return np.array(hashes, dtype=np.uint64)
-        except OverflowError:
-            raise ValueError("block_hashes: an integer hash outside [0, 2**64)") from None
+        return _int_hashes(hashes)
     if types == {bytes}:
         if set(map(len, hashes)) == {32}:
             return np.frombuffer(b"".join(hashes), ">u8").reshape(-1, 4)[:, 3].astype(np.uint64)
@@ -105,6 +114,21 @@ def _hash_array(hashes: list[Any]) -> np.ndarray:
             raise ValueError("block_hashes: an empty bytes hash")
         return np.array([int.from_bytes(h[-8:], "big") for h in hashes], dtype=np.uint64)
     raise ValueError("block_hashes: every hash must be an int or bytes, one form per event")
+
+
+def _int_hashes(hashes: list[int]) -> np.ndarray:
+    try:
+        # numpy < 2 wraps a negative int into uint64 instead of raising: check it first.
+        if min(hashes) >= 0:
+            return np.array(hashes, dtype=np.uint64)
+    except OverflowError:
+        pass
+    raise ValueError("block_hashes: an integer hash outside [0, 2**64)")
+
+
+# Layouts of stored events seen before, by (block_size, kind, window) of exact types int,
+# str, int or None: a batch's events mostly repeat a few, and _as_layout costs per event.
+_SEEN_LAYOUTS: dict[tuple[int, str, int | None], GroupLayout] = {}
 
 
 def _as_layout(group: object, where: str) -> GroupLayout:
@@ -144,7 +168,9 @@ def _resume(layout: GroupLayout) -> int:
 
 
 class _Engine:
-    __slots__ = ("id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready")
+    __slots__ = (
+        "id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready", "rules"
+    )
 
     def __init__(self, engine_id: Hashable) -> None:
         self.id = engine_id
@@ -156,8 +182,10 @@ class _Engine:
         self.base = 0
         self.lcm = 0
         self.ready = False  # every group's layout known
+        self.rules: np.ndarray | None = None  # (block size, resume, column) per group, cached
 
     def relayout(self) -> None:
+        self.rules = None
         known = [g for g in self.groups if g is not None]
         self.ready = bool(known) and len(known) == len(self.groups)
         base, lcm = 0, 1
@@ -187,6 +215,7 @@ class PrefixIndex:
         self._row_hash = np.zeros(1024, np.uint64)
         self._presence = np.zeros((1024, 8), np.uint8)  # tier bits per (row, column)
         self._free_cols: list[int] = list(range(7, -1, -1))
+        self._native = _NATIVE  # False: the numpy loops alone (tests compare both)
 
     # -- engines ---------------------------------------------------------------------------
 
@@ -291,6 +320,7 @@ class PrefixIndex:
                 self._presence = grown
                 self._free_cols = list(range(grown.shape[1] - 1, old.shape[1] - 1, -1))
             c = eng.cols[g] = self._free_cols.pop()
+            eng.rules = None
         return c
 
     # -- events ----------------------------------------------------------------------------
@@ -338,11 +368,11 @@ class PrefixIndex:
             if seq > eng.expected:
                 eng.gaps.append((eng.expected, seq - 1))
             eng.expected = seq + 1
-        for clear, hashes, groups, bits, stores in segments:
+        for clear, hashes, groups, bits, stores, group_set, uniform in segments:
             if clear is not None:
                 self._clear(eng, clear)
             if len(hashes):
-                self._apply_keys(eng, hashes, groups, bits, stores)
+                self._apply_keys(eng, hashes, groups, bits, stores, group_set, uniform)
         return True
 
     def _clear(self, eng: _Engine, bits: int) -> None:
@@ -360,14 +390,31 @@ class PrefixIndex:
         groups: np.ndarray,
         bits: np.ndarray,
         stores: np.ndarray,
+        group_set: set[int],
+        uniform: tuple[int, bool] | None,
     ) -> None:
-        for g in np.unique(groups).tolist():
+        for g in group_set:
             self._column(eng, g)
         cols = np.asarray(eng.cols, np.int64)[groups]
         if (self._used + len(hashes)) * 2 > (1 << self._bits):
             self._rebuild(len(hashes))  # before any lookup: it renumbers rows
         rows = self._lookup(hashes)
         missing = rows == 0
+        if uniform is not None:
+            # The usual batch: every event of one kind on one tier. Removals only clear
+            # bits, so the null row 0 (names never stored) stays empty.
+            bit, stored = uniform
+            if stored and missing.any():
+                new, inverse = np.unique(hashes[missing], return_inverse=True)
+                rows[missing] = self._insert(new) + inverse.reshape(-1)
+            width = self._presence.shape[1]  # after _insert, which may grow the matrix
+            flat = self._presence.reshape(-1)
+            idx = rows.astype(np.int64) * width + cols
+            if stored:
+                flat[idx] |= np.uint8(bit)
+            else:
+                flat[idx] &= np.uint8(_ALL_TIERS & ~bit)
+            return
         if (missing & stores).any():
             new = np.unique(hashes[missing & stores])
             first = self._insert(new)
@@ -379,6 +426,7 @@ class PrefixIndex:
             got[hit] = first + at[hit]
             rows[missing] = got
         width = self._presence.shape[1]
+        flat = self._presence.reshape(-1)
         idx = rows.astype(np.int64) * width + cols
         b, s = bits, stores
         if s.any() and not s.all():
@@ -388,10 +436,6 @@ class PrefixIndex:
             _, last_rev = np.unique(cell[::-1], return_index=True)
             last = len(cell) - 1 - last_rev
             idx, b, s = idx[last], b[last], s[last]
-        # Row 0 (removals of names never stored) is the null row: it must stay empty.
-        real = idx >= width
-        idx, b, s = idx[real], b[real], s[real]
-        flat = self._presence.reshape(-1)
         # One pass per tier: within one, every cell occurs once (fancy |= keeps one write).
         for bit in (1, 2):
             mine = b == bit
@@ -406,6 +450,8 @@ class PrefixIndex:
 
     def _lookup(self, h: np.ndarray) -> np.ndarray:
         """Row of each hash, 0 where the index has none."""
+        if self._native:
+            return _core._router_lookup(self._table, self._bits, np.ascontiguousarray(h))
         out = np.zeros(len(h), np.int32)
         if not len(h):
             return out
@@ -452,6 +498,9 @@ class PrefixIndex:
 
     def _place(self, h: np.ndarray, rows: np.ndarray) -> None:
         """Puts distinct hashes the table lacks into free slots (linear probing)."""
+        if self._native:
+            _core._router_place(self._table, self._bits, h, rows.astype(np.int32, copy=False))
+            return
         mask = (1 << self._bits) - 1
         pos = self._slots(h)
         tab = self._table
@@ -551,6 +600,9 @@ class PrefixIndex:
         ready = [e for e in engines if e.ready]  # a group of unknown layout: 0 is all that is safe
         if not ready or not len(h):
             return out
+        if self._native:
+            out.update(self._answer_native(h, ready))
+            return out
         # Keys are looked up in growing chunks while some engine's full groups still hold
         # every slot so far: past the first slot that each engine's full groups miss, no
         # answer can grow. (An engine without a full group may match anywhere: all keys.)
@@ -570,6 +622,42 @@ class PrefixIndex:
         for es in same.values():
             got = _answers(es[0], [e.cols for e in es], present, c)
             out.update(zip((e.id for e in es), got))
+        return out
+
+    def _answer_native(self, h: np.ndarray, ready: list[_Engine]) -> dict[Hashable, int]:
+        """``_answer`` with the native probes and boundary search, one engine at a time."""
+        n = len(h)
+        todo = []
+        out: dict[Hashable, int] = {}
+        for e in ready:
+            if e.lcm > INT32_MAX:
+                out[e.id] = 0  # not even one boundary fits in 2**31 - 1 tokens
+                continue
+            if e.rules is None:
+                e.rules = np.array(
+                    [(lay[0], _resume(lay), c) for lay, c in zip(e.groups, e.cols) if lay],
+                    np.int64,
+                ).reshape(-1, 3)
+            todo.append(e)
+        # As in _answer: keys in growing chunks while some engine's full groups hold every
+        # slot so far (an engine without a full group may match anywhere: all keys). An
+        # engine whose full groups miss a slot has its final answer.
+        has_full = all(any(lay is not None and lay[1] == "full" for lay in e.groups) for e in todo)
+        c = min(n, _FIRST_CHUNK) if has_full else n
+        h = np.ascontiguousarray(h)
+        rows = _core._router_lookup(self._table, self._bits, h[:c])
+        while todo:
+            going = []
+            for e in todo:
+                t, through = _core._router_longest(self._presence, rows, e.base, e.lcm, e.rules)
+                out[e.id] = t
+                if through and c < n:
+                    going.append(e)
+            if not going:
+                break
+            nxt = min(n, 4 * c)
+            rows = np.concatenate((rows, _core._router_lookup(self._table, self._bits, h[c:nxt])))
+            c, todo = nxt, going
         return out
 
     def _may_extend(
@@ -678,8 +766,17 @@ def _events_of(batch: object) -> list[Any]:
 
 
 # One run of events between clears: (tiers cleared before it or None, hashes, groups, tier
-# bits, stored?) with one entry per key.
-_Segment = tuple["int | None", np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# bits, stored?) with one entry per key, the set of its groups, and (tier bit, stored?) if
+# every event has the same (the usual batch), else None.
+_Segment = tuple[
+    "int | None",
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    set[int],
+    "tuple[int, bool] | None",
+]
 
 
 def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> list[_Segment]:
@@ -687,12 +784,20 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
     segments: list[_Segment] = []
     clear: int | None = None
     hashes: list[np.ndarray] = []
+    ints: list[int] = []  # integer hashes of the events since the last array: one conversion
     meta: list[tuple[int, int, bool, int]] = []  # (group, tier bit, stored?, keys)
 
+    def flush() -> None:
+        if ints:
+            hashes.append(_int_hashes(ints))
+            ints.clear()
+
     def close() -> None:
+        flush()
         if meta or clear is not None:
             counts = [m[3] for m in meta]
             h = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+            kinds = {(m[1], m[2]) for m in meta}
             segments.append(
                 (
                     clear,
@@ -700,11 +805,13 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
                     np.repeat(np.array([m[0] for m in meta], np.int64), counts),
                     np.repeat(np.array([m[1] for m in meta], np.uint8), counts),
                     np.repeat(np.array([m[2] for m in meta], bool), counts),
+                    {m[0] for m in meta},
+                    kinds.pop() if len(kinds) == 1 else None,
                 )
             )
 
     for i, ev in enumerate(events):
-        if not isinstance(ev, Mapping):
+        if type(ev) is not dict and not isinstance(ev, Mapping):
             raise ValueError(f"events[{i}]: an event must be a map (vLLM's map encoding)")
         kind = ev.get("type")
         if kind == "AllBlocksCleared":
@@ -731,14 +838,22 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
         bit = _TIER_BITS.get(medium, 0)
         if kind == "BlockStored":
             kind_name = ev.get("kv_cache_spec_kind")
-            got = _as_layout(
-                (
-                    ev.get("block_size"),
-                    "full_attention" if kind_name is None else kind_name,
-                    ev.get("kv_cache_spec_sliding_window"),
-                ),
-                f"events[{i}]",
+            spec = (
+                ev.get("block_size"),
+                "full_attention" if kind_name is None else kind_name,
+                ev.get("kv_cache_spec_sliding_window"),
             )
+            usual = (
+                type(spec[0]) is int
+                and type(spec[1]) is str
+                and (spec[2] is None or type(spec[2]) is int)
+            )
+            seen = _SEEN_LAYOUTS.get(spec) if usual else None  # type: ignore[arg-type]
+            if seen is None:
+                seen = _as_layout(spec, f"events[{i}]")
+                if usual and len(_SEEN_LAYOUTS) < 4096:
+                    _SEEN_LAYOUTS[spec] = seen  # type: ignore[index]
+            got = seen
             while len(layout) <= g:
                 layout.append(None)
             known = layout[g]
@@ -746,12 +861,16 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
                 layout[g] = got
             elif known != got:
                 raise ValueError(f"events[{i}]: group {g} is {got}, known as {known}")
-        arr = _hash_array(hs)
-        if bit == 0 or not len(arr):
-            continue  # a tier that does not count (section 10), or nothing named
+        if bit and hs and set(map(type, hs)) == {int}:
+            ints.extend(hs)  # converted (and range-checked) with the segment's other ints
+        else:
+            arr = _hash_array(hs)
+            if bit == 0 or not len(arr):
+                continue  # a tier that does not count (section 10), or nothing named
+            flush()
+            hashes.append(arr)
         while len(layout) <= g:
             layout.append(None)
-        hashes.append(arr)
-        meta.append((g, bit, kind == "BlockStored", len(arr)))
+        meta.append((g, bit, kind == "BlockStored", len(hs)))
     close()
     return segments

@@ -1,5 +1,5 @@
 // livetail's whole C++ API in one include: pool, tables, geometry, managers, coordinator,
-// prefix caching, step plans and the host tier (native/README.md).
+// prefix caching, step plans, the host tier and a router index's loops (native/README.md).
 #pragma once
 
 #include "livetail/coordinator.h"
@@ -9,4 +9,5 @@
 #include "livetail/plan.h"
 #include "livetail/pool.h"
 #include "livetail/prefix.h"
+#include "livetail/router.h"
 #include "livetail/table.h"
