@@ -432,6 +432,7 @@ def verify_main(argv: Sequence[str]) -> int:
         worker.join()
         if args.mutants:
             report["mutants"] = _mutants(names, args, progress)
+    runner.stop_fork_server()  # the theorem processes then count in getrusage(RUSAGE_CHILDREN)
     by_name = {r["name"]: r for r in results}
     for n in names:
         r = by_name[n]
