@@ -277,8 +277,10 @@ def stop_fork_server() -> None:
     """
     from multiprocessing import forkserver
 
-    with contextlib.suppress(AttributeError, OSError, ChildProcessError):
-        forkserver._forkserver._stop()  # the module's private stop; absent: nothing runs
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)  # private
+    if stop is not None:
+        with contextlib.suppress(OSError, ChildProcessError):
+            stop()
 
 
 def _collect(job: _Job, now: float) -> dict[str, Any]:

@@ -287,6 +287,8 @@ class Prover:
     # only searches (every prove step's small domain, nothing unbounded); "prove": the second
     # pass, after a "small" pass found nothing (run_theorem runs the two passes).
     phase: str = "both"
+    # The boxes searched, with their word widths and caps (_small.LEVELS, or QUICK_LEVELS).
+    levels: tuple[tuple[int, int, int], ...] = LEVELS
     small_searches: int = 0
     small_units: int = 0  # resource units the small-domain searches and their shrinking used
 
@@ -363,7 +365,7 @@ class Prover:
         before = rlimit_count()
         self.small_searches += 1
         try:
-            for k, width, limit in LEVELS:
+            for k, width, limit in self.levels:
                 # A symbol the hypotheses and the box pin to one value is substituted
                 # first (B >= 1 in [-1, 1] is 1): divisions by it then simplify away.
                 ranges = bounds(hyps, xs, k)
