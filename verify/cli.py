@@ -53,7 +53,8 @@ def _verify_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help=f"short run for CI: {QUICK_EXAMPLES} campaign examples, no bit-vector search",
+        help=f"short run for CI: {QUICK_EXAMPLES} campaign examples, no bit-vector search, "
+        "small-domain search only in the theorems that claim a wrong variant",
     )
     p.add_argument(
         "--examples",
