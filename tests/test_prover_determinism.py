@@ -112,7 +112,7 @@ def test_simplified_gives_the_same_formula_whatever_the_process_made_before() ->
 THEOREM = """
 import json
 from livetail.verify.theorems import run_theorem
-r = run_theorem("sequential-charge-exact", quick=True)
+r = run_theorem("sequential-charge-exact")  # a full run: it searches small
 print(json.dumps([r["verdict"], r["rlimit_used"], [[s["name"], s["rlimit"]] for s in r["steps"]]]))
 """
 
