@@ -336,3 +336,24 @@ def test_verify_unwritable_report_is_a_usage_error_before_any_run(
     # A writable path is left as it was found: no report file before the run ends.
     ok = tmp_path / "new" / "r.json"
     assert cli._unwritable(ok) == "" and not ok.exists()
+
+
+def test_verify_waits_for_its_theorem_processes_so_time_counts_their_cpu(tmp_path: Path) -> None:
+    """``/usr/bin/time livetail verify`` must count the theorem processes: they are children
+    of the fork server, so the command waits for the server before it exits."""
+    report = tmp_path / "report.json"
+    code = (
+        "import json, resource, sys\n"
+        "from livetail.verify import cli\n"
+        f"rc = cli.main(['verify', '--quick', '--only', {FAST!r}, '--examples', '0',\n"
+        f"              '--report', {str(report)!r}, '--traces', {str(tmp_path / 't')!r}])\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps([rc, u.ru_utime + u.ru_stime]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rc, children = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rc == cli.EXIT_OK
+    [t] = json.loads(report.read_text())["theorems"]
+    assert t["cpu_seconds"] > 0.1
+    # The children's CPU as the kernel counts it covers the theorem process's own count.
+    assert children >= 0.9 * t["cpu_seconds"]

@@ -69,3 +69,59 @@ def test_a_query_over_its_budget_is_unknown_with_z3s_reason() -> None:
     q.add(x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z, z < 10_000)
     assert q.check() == z3.unknown
     assert q.reason_unknown().startswith("resource limit of 2000 units reached")
+
+
+CHURN = """
+import z3
+keep = [z3.simplify(z3.Int(f"c{i}") * 3 + z3.Int("u") - z3.Int("v") * i >= z3.Int("w"))
+        for i in range(200)]
+del keep[::2]
+"""
+"""Run first in one of the two interpreters: terms made and dropped move the ids of u, v, w."""
+
+SIMPLIFY = """
+import z3
+from livetail.verify.theorems._prover import simplified
+u, v, w = z3.Ints("u v w")
+f = z3.Implies(z3.And(w <= v, u + v == 0), z3.And(u + 31 * w == 0, v - w >= 2, u * 2 <= w))
+g = z3.Implies(z3.And(v - w >= 2, w <= v), z3.Or(u + 31 * w == 0, u * 2 <= w, u + v == 0))
+print(repr(z3.simplify(z3.And(f, g)).sexpr()))
+print(repr(simplified(z3.And(f, g)).sexpr()))
+"""
+
+
+def _interpreter(code: str) -> list[str]:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_simplified_gives_the_same_formula_whatever_the_process_made_before() -> None:
+    plain, ours = _interpreter(SIMPLIFY), _interpreter(CHURN + SIMPLIFY)
+    # z3.simplify orders a disjunction by term ids: the churn moves them (else this test
+    # would show nothing); the small-domain search's simplification must not move.
+    assert plain[0] != ours[0]
+    assert plain[1] == ours[1]
+
+
+THEOREM = """
+import json
+from livetail.verify.theorems import run_theorem
+r = run_theorem("sequential-charge-exact")  # a full run: it searches small
+print(json.dumps([r["verdict"], r["rlimit_used"], [[s["name"], s["rlimit"]] for s in r["steps"]]]))
+"""
+
+
+def test_small_domain_searches_spend_the_same_units_in_two_processes_with_other_histories() -> None:
+    """The failure this guards against: one theorem's small-domain pass used 2,201,399 units
+    in one process and 2,201,400 in another (the search's formula came from z3.simplify)."""
+    plain, churned = _interpreter(THEOREM), _interpreter(CHURN + THEOREM)
+    assert plain == churned
+    verdict, used, steps = __import__("json").loads(plain[-1])
+    assert verdict == "proved" and used > 0
+    assert steps[0][0] == "small domain of every step" and steps[0][1] > 0

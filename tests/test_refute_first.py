@@ -115,3 +115,57 @@ def test_combined_charge_is_refuted_with_a_counterexample_under_seed_0() -> None
     assert r["verdict"] == "counterexample", (r["verdict"], r["message"])
     assert r["rlimit_used"] <= THEOREMS["admission-promise"].budget
     assert "combined-charge" in THEOREMS["combined-charge-under-counts"].kills
+
+
+def _small_limits(monkeypatch: pytest.MonkeyPatch, name: str, quick: bool) -> tuple[list, dict]:
+    """The unit cap of every small-domain search of one run, and the run's result."""
+    limits: list[int] = []
+    search = Prover._small_model
+
+    def record(self: Prover, image: object, box: object, words: object, limit: int, *a: object):
+        limits.append(limit)
+        return search(self, image, box, words, limit, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Prover, "_small_model", record)
+    return limits, run_theorem(name, quick=quick)
+
+
+def test_quick_searches_small_only_in_theorems_that_claim_a_variant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert not THEOREMS["sequential-charge-exact"].kills
+    limits, quick = _small_limits(monkeypatch, "sequential-charge-exact", True)
+    assert quick["verdict"] == "proved" and limits == []
+    assert "small_domain" not in quick["notes"]
+    assert "small domain of every step" not in [s["name"] for s in quick["steps"]]
+    limits, full = _small_limits(monkeypatch, "sequential-charge-exact", False)
+    assert full["verdict"] == "proved" and len(limits) == 2 * full["notes"]["small_domain"][
+        "searches"
+    ]
+    assert full["steps"][0]["name"] == "small domain of every step"
+    # The unbounded steps are the same queries: only the small pass is left out.
+    def unbounded(r: dict) -> list[tuple[str, str, int]]:
+        return [(s["name"], s["result"], s["rlimit"]) for s in r["steps"]]
+
+    assert unbounded(quick) == unbounded(full)[1:]
+
+
+def test_quick_caps_the_four_box_at_100000_units_in_a_theorem_that_claims_a_variant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = "live-tail-hole-never-read"
+    assert THEOREMS[name].kills
+    limits, quick = _small_limits(monkeypatch, name, True)
+    assert quick["verdict"] == "proved" and quick["notes"]["small_domain"]["searches"] > 0
+    assert limits and max(limits) == 100_000
+    limits, full = _small_limits(monkeypatch, name, False)
+    assert sorted(set(limits)) == [100_000, 250_000]
+
+
+def test_a_kill_beyond_the_quick_cap_comes_from_the_unbounded_query() -> None:
+    name, variant = "acquire-all-or-nothing", "tail-after-off-by-one"
+    quick = run_theorem(name, variant=variant, quick=True)
+    full = run_theorem(name, variant=variant)
+    assert quick["verdict"] == full["verdict"] == "counterexample"
+    assert not quick["steps"][-1]["detail"].startswith("small domain")
+    assert full["steps"][-1]["detail"].startswith("small domain [-4, 4], shrunk")

@@ -53,7 +53,8 @@ def _verify_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help=f"short run for CI: {QUICK_EXAMPLES} campaign examples, no bit-vector search",
+        help=f"short run for CI: {QUICK_EXAMPLES} campaign examples, no bit-vector search, "
+        "small-domain search only in the theorems that claim a wrong variant",
     )
     p.add_argument(
         "--examples",
@@ -432,6 +433,7 @@ def verify_main(argv: Sequence[str]) -> int:
         worker.join()
         if args.mutants:
             report["mutants"] = _mutants(names, args, progress)
+    runner.stop_fork_server()  # the theorem processes then count in getrusage(RUSAGE_CHILDREN)
     by_name = {r["name"]: r for r in results}
     for n in names:
         r = by_name[n]

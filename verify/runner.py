@@ -267,6 +267,22 @@ def run_theorems(
     return [results[i] for i in range(len(tasks))]
 
 
+def stop_fork_server() -> None:
+    """Stop the fork server, if one runs, and wait for it.
+
+    The theorem processes are the server's children and it reaps them, so their CPU time
+    reaches this process (``getrusage(RUSAGE_CHILDREN)``, what ``/usr/bin/time`` reports)
+    only once this process has waited for the server.  ``livetail verify`` calls it at the
+    end; a later ``run_theorems`` starts a new server.
+    """
+    from multiprocessing import forkserver
+
+    stop = getattr(getattr(forkserver, "_forkserver", None), "_stop", None)  # private
+    if stop is not None:
+        with contextlib.suppress(OSError, ChildProcessError):
+            stop()
+
+
 def _collect(job: _Job, now: float) -> dict[str, Any]:
     job.out.seek(0)
     text = job.out.read()

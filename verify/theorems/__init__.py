@@ -32,6 +32,7 @@ from . import (
 )
 from ._prover import DEFAULT_RLIMIT, Prover, Step, StepFailed, Values
 from ._registry import EXPECTED, THEOREMS, VERDICTS, Theorem
+from ._small import LEVELS, QUICK_LEVELS
 
 # Report order: closed forms, charges, safety, the bounded runs of the spec, arithmetic,
 # prefix caching, retention and step plans, the host tier.
@@ -175,8 +176,19 @@ def run_theorem(
     # Refute, then prove: a first pass over the script searches every step's small domain
     # and stops at the first counterexample; only when it finds none does the second pass
     # make the unbounded queries (witness and bounded theorems have one pass).
-    two_passes = th.refute_first and th.expected == "proved" and not th.bounded
-    p = Prover(rlimit=budget, quick=quick, phase="small" if two_passes else "both")
+    # --quick searches small only in the theorems that claim a variant (their kills must be
+    # counterexamples, and the tests check them in quick mode), with lower caps; the others
+    # go straight to their unbounded proofs, which is all a quick run asks of them.
+    small = not quick or bool(th.kills)
+    levels = QUICK_LEVELS if quick else LEVELS
+    two_passes = small and th.refute_first and th.expected == "proved" and not th.bounded
+    p = Prover(
+        rlimit=budget,
+        quick=quick,
+        phase="small" if two_passes else "both",
+        small=small,
+        levels=levels,
+    )
     values: Values = {}
     found: list[tuple[str, Values]] = []
     message = ""
@@ -192,7 +204,9 @@ def run_theorem(
             th.check(p)
             if p.phase == "small":
                 searched = p
-                p = Prover(rlimit=budget, quick=quick, phase="prove", start=searched.start)
+                p = Prover(
+                    rlimit=budget, quick=quick, phase="prove", start=searched.start, levels=levels
+                )
                 p.small_searches, p.small_units = searched.small_searches, searched.small_units
                 p.notes = searched.notes
                 # The first pass is one step of the log, so the steps' units add up.

@@ -287,6 +287,8 @@ class Prover:
     # only searches (every prove step's small domain, nothing unbounded); "prove": the second
     # pass, after a "small" pass found nothing (run_theorem runs the two passes).
     phase: str = "both"
+    # The boxes searched, with their word widths and caps (_small.LEVELS, or QUICK_LEVELS).
+    levels: tuple[tuple[int, int, int], ...] = LEVELS
     small_searches: int = 0
     small_units: int = 0  # resource units the small-domain searches and their shrinking used
 
@@ -363,14 +365,14 @@ class Prover:
         before = rlimit_count()
         self.small_searches += 1
         try:
-            for k, width, limit in LEVELS:
+            for k, width, limit in self.levels:
                 # A symbol the hypotheses and the box pin to one value is substituted
                 # first (B >= 1 in [-1, 1] is 1): divisions by it then simplify away.
                 ranges = bounds(hyps, xs, k)
                 if any(lo > hi for lo, hi in ranges.values()):
                     continue
                 fixed = [(x, z3.IntVal(ranges[str(x)][0])) for x in xs if _pinned(ranges[str(x)])]
-                small = z3.simplify(z3.substitute(formula, *fixed)) if fixed else formula
+                small = simplified(z3.substitute(formula, *fixed)) if fixed else formula
                 free = [x for x in xs if not _pinned(ranges[str(x)])]
                 try:
                     image, words = to_bv(small, free, width)
@@ -699,6 +701,24 @@ def abstract(claim: Any, hyps: Sequence[Any], terms: Sequence[Any]) -> tuple[Any
     # text, and so Z3's search, depend on what ran before it.
     pairs = [(t, z3.Const(f"opaque_{i}", t.sort())) for i, t in enumerate(terms)]
     return z3.substitute(claim, *pairs), [z3.substitute(h, *pairs) for h in hyps]
+
+
+def simplified(e: Any) -> Any:
+    """``z3.simplify(e)``, done in a fresh context so the result does not depend on term ids.
+
+    The simplifier orders the arguments of ``and``, ``or``, ``+`` by the ids of their terms,
+    and the main context hands out ids in the order terms were made (and reuses the ids of
+    terms Python freed), so simplified in place, the same formula came out with its
+    disjuncts in another order after other code ran first, and a query built from it used
+    other units (measured: 2,201,399 and 2,201,400 for one theorem's small-domain searches
+    in two processes).  Parsed from its text into a new context, the formula gets the same
+    ids whatever ran before; the result is translated back unchanged.
+    """
+    ctx = z3.Context()
+    text = z3.Solver()
+    text.add(e)
+    parsed = z3.parse_smt2_string(text.sexpr(), ctx=ctx)
+    return z3.simplify(parsed[0]).translate(z3.main_ctx())
 
 
 def _pinned(r: tuple[int, int]) -> bool:

@@ -27,6 +27,12 @@ may use: a counterexample with sizes of 1 is found in tens of thousands of units
 search not decided at its cap is given up (the unbounded query then decides)."""
 
 
+QUICK_LEVELS = ((1, 5, 100_000), (4, WIDTH, 100_000))
+"""The same boxes with ``livetail verify --quick``, where [-4, 4] stops at 100,000 units: on
+the real spec a search in that box either decides in fewer (no counterexample) or runs to
+its cap undecided, which proves nothing (the unbounded proof decides either way)."""
+
+
 class Unsupported(Exception):
     """The formula has a term the translation does not cover (an unknown function)."""
 
