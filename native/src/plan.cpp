@@ -52,6 +52,7 @@ StepPlan Coordinator::plan_step(std::span<BlockTable* const> tables,
       if (t->visit_ == stamp) fail("table", "appears in two requests");
       t->visit_ = stamp;
       m.check_table(pool_, *t);
+      check_member(*t, *tables[i - i % g]);
       Manager::check_count(n, "num_tokens");
       m.check_fits(t->size(), t->tail_, n, "num_tokens");
     } catch (const std::invalid_argument& e) {
@@ -123,6 +124,7 @@ void Coordinator::apply_step(StepPlan& plan) {
     for (size_t j = 0; j < g; ++j) {
       const int64_t before = pool_->num_free();
       m[j].acquire_unchecked(*pool_, *plan.tables_[req * g + j], n);
+      plan.tables_[req * g + j]->coordinator_ = id_;
       pinned_[j] += before - pool_->num_free();
     }
   }

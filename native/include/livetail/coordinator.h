@@ -72,7 +72,10 @@ class Coordinator {
   const std::vector<Manager>& managers() const noexcept { return managers_; }
 
   // `tables`: one table per group, in group order, pairwise distinct, each unbound or bound
-  // to this coordinator's pool. Every argument of every group is checked before any group
+  // to this coordinator's pool, none bound by another coordinator (an acquire or claim binds
+  // a table to its coordinator until the table is freed or detached; a table a manager bound
+  // is taken over by the first acquire), all of one extent (one request's tables cover the
+  // same tokens: a table of another request is an error). Every argument of every group is checked before any group
   // acts (std::invalid_argument, nothing changed); groups then act in ascending index.
   bool acquire(std::span<BlockTable* const> tables, int64_t num_tokens);
   int64_t blocks_needed_for(std::span<BlockTable* const> tables, int64_t num_tokens) const;
@@ -179,6 +182,11 @@ class Coordinator {
   void check_tables(std::span<BlockTable* const> tables) const;
   void check_tables_outlined(std::span<BlockTable* const> tables) const;  // for host.cpp
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
+  // Every table unbound, bound by a manager called directly, or bound by this coordinator,
+  // and all of tables[0]'s extent; std::invalid_argument naming `name`[i] otherwise.
+  void check_request(std::span<BlockTable* const> tables, const char* name) const;
+  // The same for one table of a batch call, against its request's first table.
+  void check_member(const BlockTable& t, const BlockTable& first) const;
   void check_match(const PrefixMatch& match) const;
   void need_host(const char* what) const;
   void check_plan(const CopyPlan& plan, PlanState state, const char* what) const;
