@@ -75,7 +75,12 @@ class GroupSpec:
 
 
 class Coordinator:
-    """One manager per group spec (group id = index); live-tail groups aligned to the lcm."""
+    """One manager per group spec (group id = index); live-tail groups aligned to the lcm.
+
+    A call's tables must be one request's: one per group, all of one extent, none bound by
+    another coordinator (an acquire of at least one token or a claim binds tables to their
+    coordinator until free or detach); else a ValueError naming the table.
+    """
 
     def __init__(
         self, specs: Sequence[GroupSpec], pool: BlockPool, host: HostPool | None = None

@@ -88,7 +88,8 @@ class Coordinator {
   //   for r in 0..R-1:
   //     if not acquire(tables of r, 1): stop   (r and every later request untouched)
   //     reclaimed += reclaim_expired(tables of r, num_computed_tokens[r])
-  // `tables` holds R * num_groups() tables, request-major; all pairwise distinct. Every
+  // `tables` holds R * num_groups() tables, request-major; all pairwise distinct, each
+  // request's tables one request's (as for acquire). Every
   // argument is checked first (num_computed_tokens[r] against the extent the acquire
   // creates), so a call that throws changes nothing.
   DecodeResult decode_step(std::span<BlockTable* const> tables,
@@ -166,7 +167,8 @@ class Coordinator {
 
   // --- step planning (semantics section 9; defined in plan.cpp) ---------------------------
   // Read-only. `tables`: R * num_groups() tables, request-major, in priority order (highest
-  // first), all pairwise distinct, each unbound or bound to this pool; num_tokens[r] the
+  // first), all pairwise distinct, each unbound or bound to this pool, each request's tables
+  // one request's (as for acquire: one extent, no other coordinator's); num_tokens[r] the
   // tokens request r acquires. Throws std::invalid_argument naming the request.
   StepPlan plan_step(std::span<BlockTable* const> tables,
                      std::span<const int64_t> num_tokens) const;
