@@ -111,6 +111,10 @@ class Coordinator:
         self._lcm = lcm
         self._managers: list[_Manager] = [self._manager(s) for s in specs]
         self._pinned = [0] * len(specs)  # pages each group pins now (section 11)
+        # What the tables this coordinator binds remember (native: its id). A token rather
+        # than the coordinator itself: a copy of a coordinator and its tables made by the
+        # bounded theorems' world copies is the same coordinator.
+        self._identity = object()
 
     def _manager(self, s: GroupSpec) -> _Manager:
         if s.kind == "full":
@@ -172,7 +176,7 @@ class Coordinator:
 
     def _check_member(self, t: BlockTable, first: BlockTable, name: str, first_name: str) -> None:
         """t is no other coordinator's and covers the tokens its request's first table covers."""
-        if t._coordinator is not None and t._coordinator is not self:
+        if t._coordinator is not None and t._coordinator is not self._identity:
             raise ValueError(
                 f"{name} is bound to another coordinator (a table is used only through the "
                 "coordinator that bound it, until it is freed)"
@@ -186,7 +190,7 @@ class Coordinator:
     def _own(self, tables: Sequence[BlockTable]) -> None:
         """An acquire of at least one token or a claim bound the tables to this coordinator."""
         for t in tables:
-            t._coordinator = self
+            t._coordinator = self._identity
 
     def blocks_needed_for(self, tables: Sequence[BlockTable], num_tokens: int) -> int:
         count("num_tokens", num_tokens)  # the count first, then the tables (as native)

@@ -26,8 +26,9 @@ class BlockTable:
         self.runs: list[Run] = []
         # A claim's pending load (section 10): freeing the table aborts it.
         self.load: LoadPlan | None = None
-        # The coordinator whose acquire or claim bound it (None: unbound, or bound by a manager
-        # called directly); cleared with pool. Other coordinators reject the table.
+        # The identity of the coordinator whose acquire or claim bound it (None: unbound, or
+        # bound by a manager called directly); cleared with pool. Other coordinators reject
+        # the table.
         self._coordinator: object | None = None
 
     def __len__(self) -> int:
