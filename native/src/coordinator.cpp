@@ -232,6 +232,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
     fail("requests", "must hold " + std::to_string(g) + " tables per request (" +
                          std::to_string(r) + " requests), got " + std::to_string(tables.size()));
   const uint64_t visit = next_visit.fetch_add(1, std::memory_order_relaxed);
+  const BlockTable* first = nullptr;  // the request's first table (one extent per request)
   for (size_t i = 0; i < tables.size(); ++i) {
     BlockTable* t = tables[i];
     const size_t req = i / g;
@@ -242,7 +243,8 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
       if (t->visit_ == visit) fail("table", "appears twice in the batch");
       t->visit_ = visit;
       m.check_table(pool_, *t);
-      check_member(*t, *tables[i - i % g]);
+      if (&m == managers_.data()) first = t;  // group 0's table opens each request
+      check_member(*t, *first);
       Manager::check_no_load(*t);
       m.check_fits(t->size(), t->tail_, 1, "num_tokens");
       Manager::check_count(f, "num_computed_tokens");
