@@ -64,6 +64,7 @@ def decode_step(
                 seen.add(id(t))
                 m._check_table(t)
                 m._check_pool(coord.pool, t)
+                coord._check_member(t, ts[0], "table", "the request's first table")
                 if t.load is not None:
                     raise ValueError("table has a pending load: complete_load first")
                 m._check_fits(t, "num_tokens", 1)

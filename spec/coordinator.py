@@ -75,7 +75,12 @@ class GroupSpec:
 
 
 class Coordinator:
-    """One manager per group spec (group id = index); live-tail groups aligned to the lcm."""
+    """One manager per group spec (group id = index); live-tail groups aligned to the lcm.
+
+    A call's tables must be one request's: one per group, all of one extent, none bound by
+    another coordinator (an acquire of at least one token or a claim binds tables to their
+    coordinator until free or detach); else a ValueError naming the table.
+    """
 
     def __init__(
         self, specs: Sequence[GroupSpec], pool: BlockPool, host: HostPool | None = None
@@ -106,6 +111,10 @@ class Coordinator:
         self._lcm = lcm
         self._managers: list[_Manager] = [self._manager(s) for s in specs]
         self._pinned = [0] * len(specs)  # pages each group pins now (section 11)
+        # What the tables this coordinator binds remember (native: its id). A token rather
+        # than the coordinator itself: a copy of a coordinator and its tables made by the
+        # bounded theorems' world copies is the same coordinator.
+        self._identity = object()
 
     def _manager(self, s: GroupSpec) -> _Manager:
         if s.kind == "full":
@@ -161,15 +170,38 @@ class Coordinator:
         for m, t in zip(self._managers, tables):
             m._check_table(t)
             m._check_pool(self._pool, t)
+        for i, t in enumerate(tables):
+            self._check_member(t, tables[0], f"tables[{i}]", "tables[0]")
         return list(tables)
 
+    def _check_member(self, t: BlockTable, first: BlockTable, name: str, first_name: str) -> None:
+        """t is no other coordinator's and covers the tokens its request's first table covers."""
+        if t._coordinator is not None and t._coordinator is not self._identity:
+            raise ValueError(
+                f"{name} is bound to another coordinator (a table is used only through the "
+                "coordinator that bound it, until it is freed)"
+            )
+        if t.extent != first.extent:
+            raise ValueError(
+                f"{name} has extent {t.extent}, {first_name} {first.extent}: "
+                "one request's tables cover the same tokens"
+            )
+
+    def _own(self, tables: Sequence[BlockTable]) -> None:
+        """An acquire of at least one token or a claim bound the tables to this coordinator."""
+        for t in tables:
+            t._coordinator = self._identity
+
     def blocks_needed_for(self, tables: Sequence[BlockTable], num_tokens: int) -> int:
+        count("num_tokens", num_tokens)  # the count first, then the tables (as native)
         ts = self._check_tables(tables)
         return sum(m.blocks_needed_for(t, num_tokens) for m, t in zip(self._managers, ts))
 
     def blocks_needed_for_sequential(
         self, tables: Sequence[BlockTable], first_tokens: int, extra_tokens: int
     ) -> int:
+        count("first_tokens", first_tokens)
+        count("extra_tokens", extra_tokens)
         ts = self._check_tables(tables)
         return sum(
             m.blocks_needed_for_sequential(t, first_tokens, extra_tokens)
@@ -178,6 +210,7 @@ class Coordinator:
 
     def acquire(self, tables: Sequence[BlockTable], num_tokens: int) -> bool:
         """All groups or none: false (nothing changed) if the summed need exceeds the free pages."""
+        count("num_tokens", num_tokens)
         ts = self._check_tables(tables)
         n = 0
         for m, t in zip(self._managers, ts):
@@ -195,9 +228,12 @@ class Coordinator:
             ok = m._acquire(self._pool, t, n)
             assert ok, "a group acquire failed after the summed need was checked"
             self._pinned[g] += before - self._pool.num_free
+        if n > 0:  # acquire(tables, 0) binds nothing
+            self._own(ts)
         return True
 
     def reclaim_expired(self, tables: Sequence[BlockTable], num_computed_tokens: int) -> int:
+        count("num_computed_tokens", num_computed_tokens)
         ts = self._check_tables(tables)
         fs = [
             m._validate_reclaim(self._pool, t, num_computed_tokens)
@@ -265,9 +301,9 @@ class Coordinator:
         of them; each name new to the pool then keeps the B token ids of the slot it names,
         and its stored event carries them.
         """
-        ts = self._check_tables(tables)
-        ks = check_keys(keys)
         n = count("num_tokens", num_tokens)
+        ks = check_keys(keys)
+        ts = self._check_tables(tables)
         for m, t in zip(self._managers, ts):
             if n > m._extent(t):
                 raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
@@ -462,6 +498,7 @@ class Coordinator:
             t.named_upto = b
             m._bind(self._pool, t)
             m._check_runs(t, 0, b)
+        self._own(ts)
         return plan
 
     def _place_load(self, slots: list[list[int]], g: int, j: int, page: int) -> None:
@@ -491,8 +528,8 @@ class Coordinator:
         None (nothing changed) when the host pool has too few free pages for the plan.
         """
         self._need_host("plan_offload")
-        ts = self._check_tables(tables)
         n = count("num_tokens", num_tokens)
+        ts = self._check_tables(tables)
         for m, t in zip(self._managers, ts):
             if n > m._extent(t):
                 raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")

@@ -61,11 +61,16 @@ def _check_requests(c: Coordinator, requests: object) -> list[tuple[list[BlockTa
         raise TypeError("requests must be a list of (tables, num_tokens) pairs")
     out: list[tuple[list[BlockTable], int]] = []
     seen: set[int] = set()
-    for i, r in enumerate(requests):
+    counts = []
+    for i, r in enumerate(requests):  # every pair and count first, then the tables (as native)
         if not isinstance(r, (list, tuple)) or len(r) != 2:
             raise TypeError(f"requests[{i}] must be a (tables, num_tokens) pair")
-        ts = c._check_tables(r[0])
-        n = count(f"requests[{i}] num_tokens", r[1])
+        counts.append(count(f"requests[{i}] num_tokens", r[1]))
+    for i, (r, n) in enumerate(zip(requests, counts)):
+        try:
+            ts = c._check_tables(r[0])
+        except ValueError as e:
+            raise ValueError(f"requests[{i}]: {e}") from None
         for m, t in zip(c._managers, ts):
             m._check_fits(t, "num_tokens", n)
             if id(t) in seen:

@@ -26,6 +26,10 @@ class BlockTable:
         self.runs: list[Run] = []
         # A claim's pending load (section 10): freeing the table aborts it.
         self.load: LoadPlan | None = None
+        # The identity of the coordinator whose acquire or claim bound it (None: unbound, or
+        # bound by a manager called directly); cleared with pool. Other coordinators reject
+        # the table.
+        self._coordinator: object | None = None
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -61,6 +65,7 @@ class BlockTable:
         self.named_upto = 0
         self.runs = []
         self.load = None
+        self._coordinator = None
 
     def __repr__(self) -> str:
         return (

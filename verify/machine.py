@@ -37,6 +37,9 @@ Property names (used in traces, replay output and docs/traces.md):
 ``free``            free emptied and unbound the table, the last slot's page re-entered first
                     (retention rule as for reclaim)
 ``usage-error``     a bad call raised the expected exception type and changed nothing
+``one-request``     a coordinator op on a request whose tables' extents differ raised
+                    ValueError (an admission: its charge did, so it was deferred) and
+                    changed nothing
 ``valid-call``      a valid call did not raise
 """
 
@@ -272,9 +275,9 @@ class Lockstep(LockstepChecks):
         """Engine admission: charge the sequential need; if it fits, run chunk then decode."""
         ts = side.tables[r]
         pool = side.pool
-        facts["sequential"] = call(
-            side.coord.blocks_needed_for_sequential, ts, chunk, reserve
-        ).value
+        charge = call(side.coord.blocks_needed_for_sequential, ts, chunk, reserve)
+        facts["sequential"] = charge.value
+        facts["sequential_error"] = charge.error
         facts["combined"] = call(side.coord.blocks_needed_for, ts, chunk + reserve).value
         facts["chunk_need"] = call(side.coord.blocks_needed_for, ts, chunk).value
         facts["oracle_sequential"] = sum(

@@ -33,6 +33,11 @@ def _any_bound(s: State, geo: Geometry, r: int, g: int) -> bool:
     return any(t.bound for t in s.tables[r])
 
 
+def _any_owned(s: State, geo: Geometry, r: int, g: int) -> bool:
+    """A table of r was bound by the coordinator: another coordinator must reject it."""
+    return any(s.owned[r])
+
+
 def _two_groups(s: State, geo: Geometry, r: int, g: int) -> bool:
     return len(geo.groups) >= 2
 
@@ -111,6 +116,12 @@ BAD_CALLS: dict[str, BadCall] = {
     ),
     "coordinator-foreign-pool": BadCall(
         "ValueError", _any_bound, lambda s, r, g: s.other_coord.acquire(s.tables[r], 1)
+    ),
+    "coordinator-twin-free": BadCall(
+        "ValueError", _any_owned, lambda s, r, g: s.twin_coord.free(s.tables[r])
+    ),
+    "coordinator-twin-acquire": BadCall(
+        "ValueError", _any_owned, lambda s, r, g: s.twin_coord.acquire(s.tables[r], 1)
     ),
     "acquire-foreign-pool": BadCall(
         "ValueError",

@@ -99,6 +99,8 @@ def apply_plan_op(world: Any, side: Any, op: dict[str, Any], facts: dict[str, An
                     side.note_shape(r, g, extents[r][g] + n)
                 else:
                     side.note_free(r, g)
+            if i < figures[0] and n > 0:
+                side.note_owned(r)
 
     if bad == 4:
         _, err, _ = _attempt(side.coord.apply_step, plan)

@@ -204,6 +204,11 @@ def differential_machine(
                 self.step({"op": "group_free", "request": r, "group": self.group(data)})
             else:
                 self.step({"op": "free", "request": r})
+                if self.w.state().split(r):
+                    # A ValueError (tables of unequal extent): free group by group instead,
+                    # so that the coordinator can use the request's tables again.
+                    for g in range(len(self.w.geometry.groups)):
+                        self.step({"op": "group_free", "request": r, "group": g})
 
         @rule(data=st.data())
         def group_acquire(self, data: st.DataObject) -> None:

@@ -120,9 +120,17 @@ class State:
     tables: tuple[tuple[TableState, ...], ...]  # [request][group]
     # Pages referenced by detached handles not yet released (section 12), sorted.
     held: tuple[int, ...] = ()
+    # [request][group]: the table was bound by the coordinator (its acquire or claim), so a
+    # second coordinator over the same pool must reject it; a shadow, not read from a side.
+    owned: tuple[tuple[bool, ...], ...] = ()
 
     def table(self, r: int, g: int) -> TableState:
         return self.tables[r][g]
+
+    def split(self, r: int) -> bool:
+        """Request r's tables cover different extents (a manager grew or freed one group's
+        table): every coordinator call taking them is a ValueError that changes nothing."""
+        return len({t.extent for t in self.tables[r]}) > 1
 
 
 def _ints(values: Iterable[Any]) -> tuple[int, ...]:
@@ -245,6 +253,10 @@ class Side:
         # (and no larger than it needs: a trace's pool may be huge).
         self.other_pool = m.BlockPool(other_pool_size(geometry))
         self.other_coord = m.Coordinator(specs, self.other_pool)
+        # A second coordinator over the same pool: the target of the abuses of another
+        # coordinator's tables (an acquire or claim binds a table to its coordinator).
+        self.twin_coord = m.Coordinator(specs, self.pool)
+        self.owned = [[False for _ in geometry.groups] for _ in range(geometry.num_requests)]
         self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
         # Read the pool's name counts (set by Lockstep when every side has section 8).
         self.read_names = False
@@ -277,6 +289,7 @@ class Side:
                     for q in pages
                 )
             ),
+            tuple(tuple(row) for row in self.owned),
         )
 
     def note_shape(self, r: int, g: int, frontier: int) -> None:
@@ -294,14 +307,24 @@ class Side:
         out = call(self.coord.acquire, ts, n)
         for g, e in enumerate(extents):
             self.note_shape(r, g, e + n)
+        if out.value is True and n > 0:
+            self.note_owned(r)
         return out
+
+    def note_owned(self, r: int) -> None:
+        """A coordinator acquire of at least one token (or a claim) bound r's tables to it."""
+        self.owned[r] = [True] * len(self.owned[r])
 
     def note_free(self, r: int, g: int) -> None:
         self.created[r][g] = self.created[r][g][: len(self.tables[r][g])]
+        if not self.tables[r][g].is_bound:  # freed (or detached): no coordinator's any more
+            self.owned[r][g] = False
 
     def note_claim(self, r: int) -> None:
         for g, t in enumerate(self.tables[r]):
             self.created[r][g] = [CLAIMED] * len(t)
+        if all(t.is_bound for t in self.tables[r]):  # a claim of 0 tokens binds nothing
+            self.note_owned(r)
 
     @property
     def prefix(self) -> bool:

@@ -151,6 +151,14 @@ class World {
     for (const BlockTable& t : tables_[static_cast<size_t>(r)]) e = std::max(e, t.extent());
     return e;
   }
+  // Request r's tables cover different extents (a single-group call grew or freed one):
+  // every coordinator call taking them throws and changes nothing.
+  bool split(int r) const { return min_extent(r) != max_extent(r); }
+  bool any_split() const {
+    for (int r = 0; r < kRequests; ++r)
+      if (split(r)) return true;
+    return false;
+  }
   // A token count from one byte: mostly small, sometimes lcm multiples; capped per table.
   int64_t tokens(uint8_t b, int r) const {
     int64_t n = b < 192 ? b % 64 : (b - 191) * coord_.lcm_block_size();
@@ -439,6 +447,11 @@ void World::expect_exact_take(const Snapshot& before, int r, std::optional<size_
 
 void World::acquire(int r, int64_t n) {
   auto ts = request(r);
+  if (split(r)) {
+    expect_throw([&] { static_cast<void>(coord_.blocks_needed_for(ts, n)); });
+    expect_throw([&] { coord_.acquire(ts, n); });
+    return;
+  }
   const int64_t need = coord_.blocks_needed_for(ts, n);
   int64_t manager_sum = 0;
   for (size_t g = 0; g < groups(); ++g)
@@ -455,6 +468,10 @@ void World::acquire(int r, int64_t n) {
 
 void World::admit(int r, int64_t first, int64_t extra, bool reclaim_between) {
   auto ts = request(r);
+  if (split(r)) {
+    expect_throw([&] { static_cast<void>(coord_.blocks_needed_for_sequential(ts, first, extra)); });
+    return;
+  }
   const int64_t charge = coord_.blocks_needed_for_sequential(ts, first, extra);
   const int64_t chunk = coord_.blocks_needed_for(ts, first);
   CHECK(charge >= chunk);                 // the decode hold-back is never negative
@@ -478,7 +495,7 @@ void World::admit(int r, int64_t first, int64_t extra, bool reclaim_between) {
 
 void World::reclaim(int r, int64_t f) {
   auto ts = request(r);
-  if (loading(r)) {  // reclaimed only once the load ends (semantics section 10)
+  if (loading(r) || split(r)) {  // reclaimed only once the load ends (semantics section 10)
     expect_throw([&] { coord_.reclaim_expired(ts, f); });
     return;
   }
@@ -513,6 +530,10 @@ void World::reclaim(int r, int64_t f) {
 
 void World::free_request(int r) {
   auto ts = request(r);
+  if (split(r)) {
+    expect_throw([&] { coord_.free(ts); });
+    return;
+  }
   const Snapshot before = snapshot();
   std::vector<int32_t> released;  // groups in order, each table last slot first
   for (BlockTable* t : ts) {
@@ -593,6 +614,10 @@ void World::cache(int r, int doc, int64_t n, int64_t fewer_keys) {
   const auto& all = doc_keys(doc, base);
   const int64_t nkeys = std::max<int64_t>(0, n / base - fewer_keys);
   const std::span<const Key> keys(all.data(), static_cast<size_t>(nkeys));
+  if (split(r)) {
+    expect_throw([&] { coord_.cache_full_blocks(ts, keys, n); });
+    return;
+  }
   Snapshot before = snapshot();
   const int64_t named = coord_.cache_full_blocks(ts, keys, n);
   CHECK(pool_.num_cached() - before.num_cached == named);
@@ -783,7 +808,7 @@ void World::decode_step() {
     for (BlockTable* t : request(r)) ts.push_back(t);
     fronts.push_back(min_extent(r) + 1);
   }
-  if (refused) {
+  if (refused || any_split()) {
     expect_throw([&] { coord_.decode_step(ts, fronts); });
     return;
   }
@@ -921,7 +946,11 @@ void World::plan_and_apply(uint8_t a, uint8_t b) {
     reqs.push_back(request(r));
     ts.insert(ts.end(), reqs.back().begin(), reqs.back().end());
     tokens.push_back(n);
-    needs.push_back(coord_.blocks_needed_for(reqs.back(), n));
+    needs.push_back(split(r) ? 0 : coord_.blocks_needed_for(reqs.back(), n));
+  }
+  if (any_split()) {
+    expect_throw([&] { static_cast<void>(coord_.plan_step(ts, tokens)); });
+    return;
   }
   const Snapshot before = snapshot();
   StepPlan plan = coord_.plan_step(ts, tokens);
@@ -980,6 +1009,10 @@ void World::offload(int r, int64_t n, uint8_t end) {
     return;
   }
   if (offloads_.size() >= 8) return;  // enough copies in flight
+  if (split(r)) {
+    expect_throw([&] { static_cast<void>(coord_.plan_offload(ts, n)); });
+    return;
+  }
   // Reachable pages up to n, computed from the semantics: a full group's named slots below
   // n / B; a sliding or state group's named slots in [b - R, b) for every lcm multiple
   // b * B <= n. Planned: those whose name the host lacks, group then slot order.

@@ -101,8 +101,24 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
   fail("tables", "are invalid");  // not reached: callers come here only after a failed test
 }
 
+// The per-request checks of check_tables, each table against this coordinator and against
+// tables[0]: one message naming the first table that fails (nothing is thrown if none does).
+void Coordinator::check_request(std::span<BlockTable* const> tables, const char* name) const {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const BlockTable& t = *tables[i];
+    if (t.coordinator_ != 0 && t.coordinator_ != id_) [[unlikely]]
+      fail(at(name, i), "is bound to another coordinator (a table is used only through the "
+                        "coordinator that bound it, until it is freed)");
+    if (t.extent() != tables[0]->extent()) [[unlikely]]
+      fail(at(name, i), "has extent " + std::to_string(t.extent()) + ", " + at(name, 0) + " " +
+                            std::to_string(tables[0]->extent()) +
+                            ": one request's tables cover the same tokens");
+  }
+}
+
 // One table per group, non-null, pairwise distinct (groups are few: the pairs are cheap),
-// each unbound or bound to this pool and filled by this group's page size.
+// each unbound or bound to this pool and filled by this group's page size, none bound by
+// another coordinator, all of one extent (tables of two requests are not one request).
 inline void Coordinator::check_tables(std::span<BlockTable* const> tables) const {
   const size_t g = managers_.size();
   if (tables.size() != g) [[unlikely]]
@@ -114,6 +130,17 @@ inline void Coordinator::check_tables(std::span<BlockTable* const> tables) const
       fail_tables(tables);
     managers_[i].check_table(pool_, *tables[i]);
   }
+  check_request(tables, "tables");
+}
+
+// check_request for one table of a batch call, against its request's first table.
+void Coordinator::check_member(const BlockTable& t, const BlockTable& first) const {
+  if (t.coordinator_ != 0 && t.coordinator_ != id_)
+    fail("table", "is bound to another coordinator (a table is used only through the "
+                  "coordinator that bound it, until it is freed)");
+  if (t.extent() != first.extent())
+    fail("table", "has extent " + std::to_string(t.extent()) + ", the request's first table " +
+                      std::to_string(first.extent()) + ": one request's tables cover the same tokens");
 }
 
 void Coordinator::check_tables_outlined(std::span<BlockTable* const> tables) const {
@@ -137,6 +164,7 @@ bool Coordinator::acquire(std::span<BlockTable* const> tables, int64_t num_token
   for (size_t i = 0; i < g; ++i) {
     const int64_t before = pool_->num_free();
     m[i].acquire_unchecked(*pool_, *tables[i], num_tokens);
+    tables[i]->coordinator_ = id_;
     pinned_[i] += before - pool_->num_free();
   }
   return true;
@@ -204,6 +232,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
     fail("requests", "must hold " + std::to_string(g) + " tables per request (" +
                          std::to_string(r) + " requests), got " + std::to_string(tables.size()));
   const uint64_t visit = next_visit.fetch_add(1, std::memory_order_relaxed);
+  const BlockTable* first = nullptr;  // the request's first table (one extent per request)
   for (size_t i = 0; i < tables.size(); ++i) {
     BlockTable* t = tables[i];
     const size_t req = i / g;
@@ -214,6 +243,8 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
       if (t->visit_ == visit) fail("table", "appears twice in the batch");
       t->visit_ = visit;
       m.check_table(pool_, *t);
+      if (&m == managers_.data()) first = t;  // group 0's table opens each request
+      check_member(*t, *first);
       Manager::check_no_load(*t);
       m.check_fits(t->size(), t->tail_, 1, "num_tokens");
       Manager::check_count(f, "num_computed_tokens");
@@ -237,6 +268,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
     for (size_t k = 0; k < g; ++k) {
       const int64_t before = pool_->num_free();
       m[k].acquire_unchecked(*pool_, *ts[k], 1);
+      ts[k]->coordinator_ = id_;
       pinned_[k] += before - pool_->num_free();
     }
     for (size_t k = 0; k < g; ++k) {
@@ -531,6 +563,7 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     t.named_upto_ = b;
     t.pool_ = pool_;
     t.block_size_ = managers_[i].block_size();
+    t.coordinator_ = id_;
   }
   for (const PrefixMatch::Named& p : match.named_) {
     pinned_[static_cast<size_t>(p.group)] += pool_->ref_[p.page] == 0;
@@ -586,6 +619,7 @@ DetachedTables Coordinator::detach(std::span<BlockTable* const> tables) {
     t.tail_ = t.floor_ = t.real_ = t.named_upto_ = 0;
     t.pool_ = nullptr;
     t.block_size_ = 0;
+    t.coordinator_ = 0;
   }
   return h;
 }

@@ -183,6 +183,7 @@ int64_t Manager::free_unchecked(BlockPool& pool, BlockTable& t) const noexcept {
   t.tail_ = t.floor_ = t.real_ = t.named_upto_ = 0;
   t.pool_ = nullptr;
   t.block_size_ = 0;
+  t.coordinator_ = 0;
   return rel.done();
 }
 

@@ -42,6 +42,7 @@ StepPlan Coordinator::plan_step(std::span<BlockTable* const> tables,
   plan.shapes_.resize(tables.size());
   std::vector<int64_t> needs(r, 0);
   int64_t prefix = 0;
+  const BlockTable* first = nullptr;  // the request's first table (one extent per request)
   for (size_t i = 0; i < tables.size(); ++i) {
     BlockTable* t = tables[i];
     const size_t req = i / g;
@@ -52,6 +53,8 @@ StepPlan Coordinator::plan_step(std::span<BlockTable* const> tables,
       if (t->visit_ == stamp) fail("table", "appears in two requests");
       t->visit_ = stamp;
       m.check_table(pool_, *t);
+      if (&m == managers_.data()) first = t;  // group 0's table opens each request
+      check_member(*t, *first);
       Manager::check_count(n, "num_tokens");
       m.check_fits(t->size(), t->tail_, n, "num_tokens");
     } catch (const std::invalid_argument& e) {
@@ -123,6 +126,7 @@ void Coordinator::apply_step(StepPlan& plan) {
     for (size_t j = 0; j < g; ++j) {
       const int64_t before = pool_->num_free();
       m[j].acquire_unchecked(*pool_, *plan.tables_[req * g + j], n);
+      plan.tables_[req * g + j]->coordinator_ = id_;
       pinned_[j] += before - pool_->num_free();
     }
   }

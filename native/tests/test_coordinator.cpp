@@ -2,6 +2,9 @@
 // reference figures, all-or-nothing across groups, the batched decode step, usage errors.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+
 #include "helpers.h"
 
 namespace livetail::testing {
@@ -217,6 +220,103 @@ TEST(Coordinator, DecodeStepChecksEveryRequestBeforeAnyActs) {
   std::vector<BlockTable*> mixed = w.all;
   mixed[5] = &foreign[1];
   EXPECT_INVALID_UNCHANGED(observe(), w.c.decode_step(mixed, fronts));
+}
+
+
+// One request's tables (semantics sections 3 and 6): all of one extent, none bound by another
+// coordinator over the same pool. Either fault throws at the boundary, nothing changed.
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no throw)";
+}
+
+TEST(Coordinator, TablesOfTwoRequestsThrowInEveryCallTakingTables) {
+  BlockPool pool(64);
+  HostPool host(16);
+  Coordinator c({GroupSpec(GroupKind::full, 4), GroupSpec(GroupKind::sliding, 4, 4)}, pool, &host);
+  Request a(2), b(2);
+  ASSERT_TRUE(c.acquire(a.ptrs, 8));
+  ASSERT_TRUE(c.acquire(b.ptrs, 12));
+  const std::vector<BlockTable*> mixed{&a[0], &b[1]};
+  auto observe = [&] {
+    return std::make_pair(state_of(pool, {&a[0], &a[1], &b[0], &b[1]}),
+                          std::vector<int64_t>{c.pinned_pages(0), c.pinned_pages(1)});
+  };
+  const std::vector<uint32_t> tokens = {0, 1, 2, 3, 4, 5, 6, 7};
+  const std::vector<Key> keys = page_keys(tokens, 4);
+  ASSERT_EQ(c.cache_full_blocks(a.ptrs, keys, 8), 4);
+  ASSERT_EQ(c.match_prefix(keys).num_tokens(), 8);
+  EXPECT_INVALID_UNCHANGED(observe(), c.acquire(mixed, 4));
+  EXPECT_INVALID_UNCHANGED(observe(), c.acquire(mixed, 0));
+  EXPECT_INVALID_UNCHANGED(observe(), c.blocks_needed_for(mixed, 4));
+  EXPECT_INVALID_UNCHANGED(observe(), c.blocks_needed_for_sequential(mixed, 4, 1));
+  EXPECT_INVALID_UNCHANGED(observe(), c.reclaim_expired(mixed, 0));
+  EXPECT_INVALID_UNCHANGED(observe(), c.free(mixed));
+  EXPECT_INVALID_UNCHANGED(observe(), c.detach(mixed));
+  EXPECT_INVALID_UNCHANGED(observe(), c.cache_full_blocks(mixed, keys, 0));
+  EXPECT_INVALID_UNCHANGED(observe(), c.cache_full_blocks(mixed, keys, 0, tokens));
+  EXPECT_INVALID_UNCHANGED(observe(), c.plan_offload(mixed, 0));
+  EXPECT_INVALID_UNCHANGED(observe(), c.claim(mixed, c.match_prefix(keys)));
+  EXPECT_INVALID_UNCHANGED(observe(), c.decode_step(mixed, std::vector<int64_t>{0}));
+  EXPECT_INVALID_UNCHANGED(observe(), c.plan_step(mixed, std::vector<int64_t>{1}));
+  EXPECT_EQ(message_of([&] { c.free(mixed); }),
+            "tables[1] has extent 12, tables[0] 8: one request's tables cover the same tokens");
+  EXPECT_EQ(message_of([&] { c.decode_step(mixed, std::vector<int64_t>{0}); }),
+            "requests[0][1]: table has extent 12, the request's first table 8: one request's "
+            "tables cover the same tokens");
+  // A fresh table beside a used one is no request either.
+  BlockTable fresh;
+  const std::vector<BlockTable*> half{&a[0], &fresh};
+  EXPECT_INVALID_UNCHANGED(observe(), c.acquire(half, 4));
+  // Each request alone is fine.
+  EXPECT_EQ(c.free(a.ptrs), 4);
+  EXPECT_EQ(c.free(b.ptrs), 6);
+  EXPECT_EQ(c.pinned_pages(0) + c.pinned_pages(1), 0);
+}
+
+TEST(Coordinator, ASecondCoordinatorOverThePoolCannotFreeTheFirstOnesTables) {
+  BlockPool pool(32);
+  const std::vector<GroupSpec> specs{GroupSpec(GroupKind::full, 4),
+                                     GroupSpec(GroupKind::sliding, 4, 4)};
+  Coordinator first(specs, pool), twin(specs, pool);
+  Request r(2);
+  ASSERT_TRUE(first.acquire(r.ptrs, 8));
+  auto observe = [&] {
+    return std::make_pair(state_of(pool, {&r[0], &r[1]}),
+                          std::vector<int64_t>{first.pinned_pages(0), first.pinned_pages(1),
+                                               twin.pinned_pages(0), twin.pinned_pages(1)});
+  };
+  EXPECT_INVALID_UNCHANGED(observe(), twin.free(r.ptrs));
+  EXPECT_INVALID_UNCHANGED(observe(), twin.acquire(r.ptrs, 1));
+  EXPECT_INVALID_UNCHANGED(observe(), twin.reclaim_expired(r.ptrs, 8));
+  EXPECT_INVALID_UNCHANGED(observe(), twin.blocks_needed_for(r.ptrs, 1));
+  EXPECT_INVALID_UNCHANGED(observe(), twin.detach(r.ptrs));
+  EXPECT_INVALID_UNCHANGED(observe(), twin.decode_step(r.ptrs, std::vector<int64_t>{0}));
+  EXPECT_INVALID_UNCHANGED(observe(), twin.plan_step(r.ptrs, std::vector<int64_t>{1}));
+  EXPECT_EQ(message_of([&] { twin.free(r.ptrs); }),
+            "tables[0] is bound to another coordinator (a table is used only through the "
+            "coordinator that bound it, until it is freed)");
+  EXPECT_EQ(first.pinned_pages(0), 2);
+  EXPECT_EQ(first.pinned_pages(1), 2);
+  // Freed, the tables belong to no coordinator: the twin may bind them, and then owns them.
+  EXPECT_EQ(first.free(r.ptrs), 4);
+  ASSERT_TRUE(twin.acquire(r.ptrs, 4));
+  EXPECT_THROW(first.free(r.ptrs), std::invalid_argument);
+  EXPECT_EQ(twin.free(r.ptrs), 2);
+  EXPECT_EQ(first.pinned_pages(0) + first.pinned_pages(1), 0);
+  EXPECT_EQ(twin.pinned_pages(0) + twin.pinned_pages(1), 0);
+  // Tables a manager bound belong to no coordinator until an acquire of a coordinator.
+  for (size_t g = 0; g < 2; ++g) ASSERT_TRUE(first.managers()[g].acquire(pool, r[g], 4));
+  EXPECT_EQ(twin.blocks_needed_for(r.ptrs, 4), 2);
+  ASSERT_TRUE(first.acquire(r.ptrs, 0));  // binds nothing
+  ASSERT_TRUE(twin.acquire(r.ptrs, 4));
+  EXPECT_THROW(first.acquire(r.ptrs, 4), std::invalid_argument);
+  twin.free(r.ptrs);
+  EXPECT_EQ(pool.num_free(), 31);
 }
 
 }  // namespace

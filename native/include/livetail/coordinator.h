@@ -72,7 +72,10 @@ class Coordinator {
   const std::vector<Manager>& managers() const noexcept { return managers_; }
 
   // `tables`: one table per group, in group order, pairwise distinct, each unbound or bound
-  // to this coordinator's pool. Every argument of every group is checked before any group
+  // to this coordinator's pool, none bound by another coordinator (an acquire or claim binds
+  // a table to its coordinator until the table is freed or detached; a table a manager bound
+  // is taken over by the first acquire), all of one extent (one request's tables cover the
+  // same tokens: a table of another request is an error). Every argument of every group is checked before any group
   // acts (std::invalid_argument, nothing changed); groups then act in ascending index.
   bool acquire(std::span<BlockTable* const> tables, int64_t num_tokens);
   int64_t blocks_needed_for(std::span<BlockTable* const> tables, int64_t num_tokens) const;
@@ -85,7 +88,8 @@ class Coordinator {
   //   for r in 0..R-1:
   //     if not acquire(tables of r, 1): stop   (r and every later request untouched)
   //     reclaimed += reclaim_expired(tables of r, num_computed_tokens[r])
-  // `tables` holds R * num_groups() tables, request-major; all pairwise distinct. Every
+  // `tables` holds R * num_groups() tables, request-major; all pairwise distinct, each
+  // request's tables one request's (as for acquire). Every
   // argument is checked first (num_computed_tokens[r] against the extent the acquire
   // creates), so a call that throws changes nothing.
   DecodeResult decode_step(std::span<BlockTable* const> tables,
@@ -163,7 +167,8 @@ class Coordinator {
 
   // --- step planning (semantics section 9; defined in plan.cpp) ---------------------------
   // Read-only. `tables`: R * num_groups() tables, request-major, in priority order (highest
-  // first), all pairwise distinct, each unbound or bound to this pool; num_tokens[r] the
+  // first), all pairwise distinct, each unbound or bound to this pool, each request's tables
+  // one request's (as for acquire: one extent, no other coordinator's); num_tokens[r] the
   // tokens request r acquires. Throws std::invalid_argument naming the request.
   StepPlan plan_step(std::span<BlockTable* const> tables,
                      std::span<const int64_t> num_tokens) const;
@@ -179,6 +184,11 @@ class Coordinator {
   void check_tables(std::span<BlockTable* const> tables) const;
   void check_tables_outlined(std::span<BlockTable* const> tables) const;  // for host.cpp
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
+  // Every table unbound, bound by a manager called directly, or bound by this coordinator,
+  // and all of tables[0]'s extent; std::invalid_argument naming `name`[i] otherwise.
+  void check_request(std::span<BlockTable* const> tables, const char* name) const;
+  // The same for one table of a batch call, against its request's first table.
+  void check_member(const BlockTable& t, const BlockTable& first) const;
   void check_match(const PrefixMatch& match) const;
   void need_host(const char* what) const;
   void check_plan(const CopyPlan& plan, PlanState state, const char* what) const;

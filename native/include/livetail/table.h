@@ -25,7 +25,8 @@ class BlockTable {
         floor_(std::exchange(o.floor_, 0)),
         real_(std::exchange(o.real_, 0)),
         named_upto_(std::exchange(o.named_upto_, 0)),
-        load_(std::exchange(o.load_, 0)) {
+        load_(std::exchange(o.load_, 0)),
+        coordinator_(std::exchange(o.coordinator_, 0)) {
     o.slots_.clear();
   }
 
@@ -62,6 +63,9 @@ class BlockTable {
   int64_t real_ = 0;
   int64_t named_upto_ = 0;  // set by cache_full_blocks and claim, cleared by free
   uint64_t load_ = 0;       // the pending load's id in its coordinator, 0 = none
+  // The id of the coordinator whose acquire or claim bound it (0 = none: unbound, or bound
+  // by a manager called directly); cleared with pool_. Other coordinators reject the table.
+  uint64_t coordinator_ = 0;
   uint64_t visit_ = 0;      // last batch call that saw this table (finds repeats in O(1))
 };
 
