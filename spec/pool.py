@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from . import runs, slots
 from ._args import bounded, count
-from .runs import drop_reference
 
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
@@ -217,9 +217,9 @@ class BlockPool:
         if pages:
             self._version += 1
         for page in reversed(pages):
-            self._ref[page], freed_now = drop_reference(self._ref[page])
+            self._ref[page], freed_now = runs.drop_reference(self._ref[page])
             if freed_now:
-                if self._retention and page not in self._name_of:
+                if slots.joins_front(page in self._name_of, self._retention):
                     self._front.append(page)  # unnamed: reused first
                 else:
                     self._queue[page] = None  # named: matchable until evicted, oldest first
@@ -333,7 +333,7 @@ class BlockPool:
     def _take_shared(self, page: int) -> None:
         """One more reference to a real page; a free one leaves the queue wherever it is."""
         self._version += 1
-        if self._ref[page] == 0:
+        if slots.claim_takes(self._ref[page]):
             if page in self._queue:
                 del self._queue[page]
             else:

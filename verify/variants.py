@@ -18,6 +18,7 @@ from livetail.spec import coordinator as spec_coordinator
 from livetail.spec import geometry as geo
 from livetail.spec import host as spec_host
 from livetail.spec import runs
+from livetail.spec import slots as spec_slots
 from livetail.spec.coordinator import Coordinator
 from livetail.spec.geometry import Arith, Num
 from livetail.spec.managers import _Manager
@@ -168,6 +169,27 @@ def _tail_after_off_by_one(tail: Num, B: Num, n: Num, ar: Arith = geo.INT) -> Nu
     return ar.cond(n > tail, spill, lambda: tail - n)
 
 
+def _reclaim_cell_spares_floor(s: Num, page: Num, lo: Num, hi: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the band's first slot (the one at the floor) keeps its page.
+    return ar.cond(runs.both(lo < s, s < hi, ar), lambda: 0, lambda: page)
+
+
+def _reclaimable_ignores_names(
+    s: Num,
+    page: Num,
+    ref: Num,
+    cached: Any,
+    count_uncached: Any,
+    lo: Num,
+    hi: Num,
+    ar: Arith = geo.INT,
+) -> Any:
+    # Wrong: count_uncached=False still counts unnamed pages.
+    return runs.both(
+        spec_slots.punched(s, page, lo, hi, ar), runs.counts_as_reclaimable(ref, ar), ar
+    )
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -276,6 +298,20 @@ VARIANTS: dict[str, Variant] = {
             "tail_after",
             _tail_after_off_by_one,
         ),
+        Variant(
+            "reclaim-cell-spares-floor",
+            "reclaim lets go of the page at the floor but leaves it in its slot",
+            spec_slots,
+            "reclaim_cell",
+            _reclaim_cell_spares_floor,
+        ),
+        Variant(
+            "reclaimable-ignores-names",
+            "blocks_reclaimable_at(count_uncached=False) counts unnamed pages too",
+            spec_slots,
+            "reclaimable_cell",
+            _reclaimable_ignores_names,
+        ),
     ]
 }
 
@@ -304,9 +340,9 @@ def applied(name: str) -> Iterator[Variant]:
 # for `livetail replay --variant`; tests/test_theorems.py checks each claimed kill.
 
 
-def _load_into_hole(self: Coordinator, slots: list[list[int]], g: int, j: int, page: int) -> None:
+def _load_into_hole(host_page: Num, loaded_page: Num, ar: Arith = geo.INT) -> Num:
     # Wrong: the loaded page is not put in the table; the host-served slot stays a hole.
-    return None
+    return 0
 
 
 _offload_set = spec_host.offload_set
@@ -342,14 +378,21 @@ def _pin_host_in_queue(self: Coordinator, host_page: int) -> None:
     self._host._ref[host_page] += 1
 
 
+def _claim_cell_host_id(
+    device_page: Num, host_page: Num, loaded_page: Num, ar: Arith = geo.INT
+) -> Num:
+    # Wrong: a host-served slot gets the host page's id instead of the device page loaded for it.
+    return ar.cond(device_page != 0, lambda: device_page, lambda: host_page)
+
+
 HOST_VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
         Variant(
             "load-into-hole",
             "a claim leaves a host-served slot a hole instead of loading into it",
-            Coordinator,
-            "_place_load",
+            spec_slots,
+            "loaded",
             _load_into_hole,
         ),
         Variant(
@@ -372,6 +415,13 @@ HOST_VARIANTS: dict[str, Variant] = {
             Coordinator,
             "_pin_host",
             _pin_host_in_queue,
+        ),
+        Variant(
+            "claim-cell-host-id",
+            "a claim puts the host page's id in a host-served slot, not the device page loaded",
+            spec_slots,
+            "claim_cell",
+            _claim_cell_host_id,
         ),
     )
 }

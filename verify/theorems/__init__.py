@@ -27,6 +27,7 @@ from . import (
     plans,
     prefix,
     safety,
+    slots,
     state,
     transitions,
 )
@@ -42,6 +43,7 @@ _ORDER = [
         closed_forms,
         transitions,
         state,
+        slots,
         charges,
         safety,
         bounded,
@@ -94,6 +96,9 @@ PROPERTY = {
     "live-tail-resume-pages-kept": "7.4 (resume pages, over live)",
     "live-tail-minimal": "7.4 (minimality, over live)",
     "reclaim-releases-only-expired": "7.5 (the reclaim bound)",
+    "reclaim-slots-follow-runs": "7.5 and 7.6 per slot (the model's reclaim, slot by slot)",
+    "reclaimable-counts-what-reclaim-frees": "7.5 (blocks_reclaimable_at, slot by slot)",
+    "claim-places-matched-and-loaded-pages": "7.8 and 7.11 per slot (the claim's placement)",
     "acquire-all-or-nothing-bounded": "7.1 (bounded)",
     "sequential-charge-with-reclaims-bounded": "7.3 (bounded)",
     "reclaim-bounded": "7.5 and 7.6 per page (bounded)",
@@ -117,13 +122,28 @@ PROPERTY = {
 }
 
 
-MODEL_CALLS = frozenset({"acquire", "coordinator_acquire", "run_real", "claim_run"})
-"""spec/runs.py transitions the model's own classes call to change state (a test checks
-this against spec/).  The others a theorem may execute (``reclaim``, ``free_table``,
-``reclaimable``) are run-level versions the model never calls: its reclaim_expired, free
-and blocks_reclaimable_at are slot loops of their own, tied to the run description only by
-run-time checks (and sharing runs.reclaim_band, runs.floor_after and
-runs.counts_as_reclaimable with runs.reclaim)."""
+MODEL_CALLS = frozenset(
+    {
+        "acquire",
+        "coordinator_acquire",
+        "run_real",
+        "claim_run",
+        "slots.reclaim_cell",
+        "slots.punched",
+        "slots.reclaimable_cell",
+        "slots.claim_cell",
+    }
+)
+"""Transitions the model's own classes call to change state (a test checks this against
+spec/): spec/runs.py functions by bare name, spec/slots.py ones as ``slots.<name>``.  The
+others a theorem may execute (``reclaim``, ``free_table``, ``reclaimable``) are run-level
+versions the model never calls: its reclaim_expired, free and blocks_reclaimable_at write
+and count slot by slot through spec/slots.py's rules, which the slot theorems execute and
+tie to the run description those run-level versions act on."""
+
+
+def _qualified(function: str) -> str:
+    return function if "." in function else f"runs.{function}"
 
 
 def executed(th: Theorem) -> str:
@@ -133,8 +153,8 @@ def executed(th: Theorem) -> str:
         return "model's classes, concrete runs"
     if not th.executes:
         return "closed forms only"
-    called = [f"runs.{f}" for f in th.executes if f in MODEL_CALLS]
-    parallel = [f"runs.{f}" for f in th.executes if f not in MODEL_CALLS]
+    called = [_qualified(f) for f in th.executes if f in MODEL_CALLS]
+    parallel = [_qualified(f) for f in th.executes if f not in MODEL_CALLS]
     parts = []
     if called:
         parts.append(f"model's: {', '.join(called)}")

@@ -1,0 +1,151 @@
+"""Slot transitions: what each state change does to one slot, written once over ``Arith``.
+
+``runs.py`` describes a table by counts (its runs, floor and tail); this module says what
+a transition does to each slot's page id.  Every per-slot rule is a pure function of the
+slot index, the page it holds and the transition's parameters, so it evaluates on Python
+ints (the model's classes call it slot by slot) and on Z3 terms (``livetail.verify``
+calls it on a symbolic slot of a symbolic table, an unbounded array of page ids, and
+proves what it leaves for every slot at once).  The band a rule touches comes from
+``runs`` (``reclaim_band``, ``claim_run``); each rule leaves every slot outside its band
+unchanged, which the theorems prove, so the model may visit the band alone.
+
+The model's only own code is ``apply`` (visit the band, write what the rule says) and
+``batch`` (collect the pages a rule lets go, in the order the pool releases them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import runs
+from .geometry import INT, Arith, Bool, Num
+from .runs import both
+
+
+def in_band(s: Num, lo: Num, hi: Num, ar: Arith = INT) -> Bool:
+    """Is slot s in ``[lo, hi)``?"""
+    return both(lo <= s, s < hi, ar)
+
+
+# --- reclaim_expired: punch every real slot of the band --------------------------------------
+
+
+def punched(s: Num, page: Num, lo: Num, hi: Num, ar: Arith = INT) -> Bool:
+    """Does reclaim over the band ``[lo, hi)`` let go of the page slot s holds?"""
+    return both(in_band(s, lo, hi, ar), page != 0, ar)
+
+
+def reclaim_cell(s: Num, page: Num, lo: Num, hi: Num, ar: Arith = INT) -> Num:
+    """The page slot s holds after a reclaim over ``[lo, hi)``: a hole inside, as it was outside."""
+    return ar.cond(in_band(s, lo, hi, ar), lambda: 0, lambda: page)
+
+
+def reclaimable_cell(
+    s: Num,
+    page: Num,
+    ref: Num,
+    cached: Bool,
+    count_uncached: Bool,
+    lo: Num,
+    hi: Num,
+    ar: Arith = INT,
+) -> Bool:
+    """Does blocks_reclaimable_at count slot s?  Its page would re-enter the queue now.
+
+    ``ref`` is the page's reference count, ``cached`` whether it carries a name; with
+    ``count_uncached`` False only named pages count.
+    """
+    counted = both(punched(s, page, lo, hi, ar), runs.counts_as_reclaimable(ref, ar), ar)
+    return both(counted, ar.either(count_uncached, cached), ar)
+
+
+# --- free: every slot lets go ------------------------------------------------------------------
+
+
+def freed(s: Num, page: Num, slots: Num, ar: Arith = INT) -> Bool:
+    """Does free let go of the page slot s holds?  Every real slot of the table does."""
+    return both(in_band(s, 0, slots, ar), page != 0, ar)
+
+
+# --- claim: the matched pages, and a fresh device page for every host-served slot ----------
+
+
+def claim_cell(device_page: Num, host_page: Num, loaded_page: Num, ar: Arith = INT) -> Num:
+    """The page a claimed slot holds: the matched device page, else the page loaded for it.
+
+    ``host_page`` is the host copy the match serves the slot from (0: none) and
+    ``loaded_page`` the fresh device page the claim took for that copy.
+    """
+    return ar.cond(
+        device_page != 0, lambda: device_page, lambda: loaded(host_page, loaded_page, ar)
+    )
+
+
+def loaded(host_page: Num, loaded_page: Num, ar: Arith = INT) -> Num:
+    """A host-served slot takes its fresh device page; a slot the host does not serve, none."""
+    return ar.cond(host_page != 0, lambda: loaded_page, lambda: 0)
+
+
+def claim_takes(ref: Num, ar: Arith = INT) -> Bool:
+    """Does claiming a matched page take it from the free queue?  Iff nobody holds it."""
+    return ref == 0
+
+
+# --- the pool: where a released page goes ------------------------------------------------
+
+
+def joins_front(named: Bool, retention: Bool, ar: Arith = INT) -> Bool:
+    """A page whose count dropped to 0 joins the queue's front iff it is unnamed (retention on).
+
+    Named pages join the back (matchable until evicted, oldest first); with retention off
+    every page joins the back (the earlier order).
+    """
+    return both(retention, named == False, ar)  # noqa: E712 (a Z3 term has no `not`)
+
+
+# --- the model's glue -----------------------------------------------------------------------
+
+
+def apply(slots: list[int], lo: int, hi: int, cell: Callable[[int, int], int]) -> None:
+    """Write ``cell(s, page)`` into every slot of ``[lo, hi)`` (the rules leave the rest alone)."""
+    for s in range(lo, hi):
+        slots[s] = cell(s, slots[s])
+
+
+def batch(
+    slots: list[int],
+    lo: int,
+    hi: int,
+    lets_go: Callable[[int, int], bool],
+    descending: bool = False,
+) -> list[int]:
+    """The pages of ``[lo, hi)`` that ``lets_go``: the batch the pool releases, last entry first.
+
+    free's batch is in slot order (the last slot's page re-enters the queue first);
+    reclaim's is collected from the top of the band down (``descending``), so its pages
+    re-enter the queue in ascending slot order (section 5).
+    """
+    order = range(hi - 1, lo - 1, -1) if descending else range(lo, hi)
+    return [slots[s] for s in order if lets_go(s, slots[s])]
+
+
+def free_batch(slots: list[int]) -> list[int]:
+    """free's batch: the pages of every slot ``freed`` lets go, in slot order."""
+    n = len(slots)
+    return batch(slots, 0, n, lambda s, p: bool(freed(s, p, n)))
+
+
+__all__ = [
+    "apply",
+    "batch",
+    "claim_cell",
+    "claim_takes",
+    "free_batch",
+    "freed",
+    "in_band",
+    "joins_front",
+    "loaded",
+    "punched",
+    "reclaim_cell",
+    "reclaimable_cell",
+]

@@ -1,0 +1,203 @@
+"""Sections 7.5, 7.6, 7.8 and 7.11 slot by slot: the per-slot rules the model runs.
+
+The model's reclaim_expired, blocks_reclaimable_at, free and claim write each slot through
+the rules of ``spec/slots.py``.  These theorems call the same rules on one symbolic slot of
+a symbolic table (its page ids an unbounded Z3 array), so what they prove holds for every
+slot of every table at once, and tie the slots to the run description (``spec/runs.py``)
+that the count-level theorems execute: a page is real exactly where the runs say, before
+and after each transition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import z3  # type: ignore[import-untyped]
+from livetail.spec import geometry as geo
+from livetail.spec import runs, slots
+
+from ..z3arith import Z3
+from ._common import Geometry, every_kind, ints
+from ._prover import Prover
+from ._registry import theorem
+from ._runs import group, table
+
+_I = z3.IntSort()
+
+
+def _pages(name: str) -> Any:
+    return z3.Array(name, _I, _I)
+
+
+def _follows(t: runs.TableState, pages: Any, s: Any, gr: runs.Group) -> Any:
+    """Slot s of the table holds a page iff the run description says it is real."""
+    return (pages[s] != 0) == runs.slot_real(t, s, gr, Z3)
+
+
+@theorem(
+    "reclaim-slots-follow-runs",
+    """Executes the model's reclaim slot by slot (spec/slots.py reclaim_cell and punched, on
+    the band runs.reclaim_band gives, and runs.reclaim for the run description it leaves) on
+    one symbolic slot s of a symbolic table (its page ids an unbounded array, two runs of
+    symbolic sizes and frontiers, symbolic floor and tail room) at any frontier f up to the
+    extent, for a state group, a sliding group with A = 0 and a live-tail sliding group (B,
+    W, m unbounded; the live-tail band may hold holes). From a table whose slots follow its
+    runs (a page exactly where runs.slot_real says), reclaim leaves slot s following the
+    runs reclaim leaves; no slot below the bound min(slid_out(f), slots) holds a page after
+    it; a slot outside the band is left as it was (so visiting the band alone is enough);
+    the slots it lets go are exactly the real slots of the band (what runs.reclaim counts);
+    and a repeat reclaim at f lets go of nothing. Unbounded.""",
+    """After reclaim_expired(f) no page below the window is pinned, holes included, and the
+    pages it frees are exactly the ones the count-level proofs count.""",
+    kills=("reclaim-cell-spares-floor", "reclaim-keeps-band-top", "reclaim-floor-not-updated"),
+    cost=2,
+    rlimit=8_000_000,
+    executes=("reclaim", "slots.reclaim_cell", "slots.punched"),
+)
+def reclaim_slots(p: Prover) -> None:
+    for g in every_kind()[1:]:
+        _reclaim_slots(p, g)
+
+
+def _reclaim_slots(p: Prover, g: Geometry) -> None:
+    gr = group(g)
+    tb, th = table(g, "", 2)
+    pages = _pages("pages")
+    f, s, F = ints("f s F")
+    hyps = [*g.hyps, *th, f >= 0, f <= geo.extent(tb.slots, tb.tail, g.B), s >= 0]
+    hyps += [s < tb.slots, _follows(tb, pages, s, gr)]
+    b = geo.reclaim_bound(f, tb.slots, g.W, g.B, Z3)
+    lo, hi = runs.reclaim_band(tb.floor, b, Z3)
+    after = runs.reclaim(F, tb, f, gr, (1, 1), Z3).table
+    page = pages[s]
+    cell = slots.reclaim_cell(s, page, lo, hi, Z3)
+    let_go = slots.punched(s, page, lo, hi, Z3)
+    show = {"s": s, "page": page, "after": cell, "bound": b, "floor": tb.floor}
+    label = f"[{g.label}]"
+    p.prove(
+        f"{label} the slot follows the runs reclaim leaves",
+        _follows_cell(after, cell, s, gr),
+        hyps,
+        show,
+    )
+    p.prove(
+        f"{label} no slot below the bound holds a page", z3.Implies(s < b, cell == 0), hyps, show
+    )
+    p.prove(
+        f"{label} a slot outside the band is left as it was",
+        z3.Implies(z3.Not(slots.in_band(s, lo, hi, Z3)), cell == page),
+        hyps,
+        show,
+    )
+    p.prove(
+        f"{label} the slots let go are the band's real slots",
+        let_go == z3.And(slots.in_band(s, lo, hi, Z3), runs.slot_real(tb, s, gr, Z3)),
+        hyps,
+        show,
+    )
+    lo2, hi2 = runs.reclaim_band(after.floor, geo.reclaim_bound(f, after.slots, g.W, g.B, Z3), Z3)
+    p.prove(
+        f"{label} a repeat reclaim at f lets go of nothing",
+        z3.Not(slots.punched(s, cell, lo2, hi2, Z3)),
+        hyps,
+        show,
+    )
+
+
+def _follows_cell(t: runs.TableState, cell: Any, s: Any, gr: runs.Group) -> Any:
+    return (cell != 0) == runs.slot_real(t, s, gr, Z3)
+
+
+@theorem(
+    "reclaimable-counts-what-reclaim-frees",
+    """Executes blocks_reclaimable_at's rule (spec/slots.py reclaimable_cell) and reclaim's
+    (slots.punched, then the pool's runs.drop_reference on the page's count) on one
+    symbolic slot s of a table whose page ids, reference counts and names are unbounded
+    arrays, on a symbolic band: with count_uncached, a slot is counted iff reclaim lets go
+    of its page and the page re-enters the free queue (its count drops to 0); without it,
+    iff besides that the page is named. As a table holds a page in one slot at most, the
+    count blocks_reclaimable_at returns is the number of pages reclaim returns to the
+    queue, shared pages (count >= 2) and holes excluded. Unbounded.""",
+    """An engine can plan on blocks_reclaimable_at: it is exactly what the next reclaim
+    gives back, whether or not prefix caching shares the pages.""",
+    kills=("reclaimable-ignores-names", "reclaimable-counts-shared"),
+    cost=1,
+    rlimit=2_000_000,
+    executes=("slots.reclaimable_cell", "slots.punched"),
+)
+def reclaimable_slots(p: Prover) -> None:
+    pages, refs = _pages("pages"), _pages("refs")
+    named = z3.Array("named", _I, z3.BoolSort())
+    s, lo, hi = ints("s lo hi")
+    every = z3.Bool("count_uncached")
+    page = pages[s]
+    hyps = [refs[page] >= z3.If(page == 0, 0, 1)]  # a page a slot holds has a holder
+    counted = slots.reclaimable_cell(s, page, refs[page], named[page], every, lo, hi, Z3)
+    _, re_enters = runs.drop_reference(refs[page], Z3)
+    frees = z3.And(slots.punched(s, page, lo, hi, Z3), re_enters)
+    show = {"s": s, "page": page, "ref": refs[page], "count_uncached": every}
+    p.prove(
+        "counted iff reclaim returns the page to the queue (named, unless count_uncached)",
+        counted == z3.And(frees, z3.Or(every, named[page])),
+        hyps,
+        show,
+    )
+
+
+@theorem(
+    "claim-places-matched-and-loaded-pages",
+    """Executes the claim's slot rule (spec/slots.py claim_cell and loaded) on one symbolic
+    slot s of a match of b slots (b unbounded; the matched device pages, host pages and
+    the fresh device pages taken for host copies are unbounded arrays) and runs.claim_run
+    for the run description the claim leaves, for a full group, a state group, a sliding
+    group with A = 0 and a live-tail sliding group (B, W, m unbounded). The match is any
+    match section 8 and 10 allow: below the resume pages (slots < b - R) nothing; at the
+    resume pages (every slot for a full group) a device page or else a host copy. Then the
+    claimed slot holds a page exactly where the claim's runs say (runs.slot_real): holes
+    below the floor b - R, real pages from it on; a device-served slot holds its matched
+    page; a host-served slot holds the fresh device page loaded for it, a real slot, never
+    a hole. Unbounded.""",
+    """A claimed request reads its resumed prefix from real pages only, and each host copy
+    lands in the very slot that needs it.""",
+    kills=("load-into-hole", "claim-cell-host-id"),
+    cost=2,
+    rlimit=6_000_000,
+    executes=("claim_run", "slots.claim_cell"),
+)
+def claim_slots(p: Prover) -> None:
+    for g in every_kind():
+        gr = group(g)
+        dev, host, fresh = _pages("device"), _pages("host"), _pages("fresh")
+        b, s = ints("b s")
+        resume = -1 if g.kind == "full" else geo.resume_pages(g.W, g.B, Z3)
+        low = 0 if g.kind == "full" else Z3.max(0, b - resume)
+        claimed = runs.claim_run(b, gr, resume, Z3)
+        hyps = [*g.hyps, b >= 0, s >= 0, s < b]
+        served = s >= low
+        hyps += [
+            z3.Implies(z3.Not(served), z3.And(dev[s] == 0, host[s] == 0)),
+            z3.Implies(served, z3.Or(dev[s] != 0, host[s] != 0)),
+            z3.Implies(dev[s] != 0, host[s] == 0),  # device copies preferred slot by slot
+            z3.Implies(host[s] != 0, fresh[s] != 0),  # a fresh device page per host copy
+        ]
+        cell = slots.claim_cell(dev[s], host[s], fresh[s], Z3)
+        show = {"s": s, "b": b, "device": dev[s], "host": host[s], "fresh": fresh[s], "slot": cell}
+        label = f"[{g.label}]"
+        p.prove(
+            f"{label} the slot follows the claim's runs",
+            _follows_cell(claimed, cell, s, gr),
+            hyps,
+            show,
+        )
+        p.prove(
+            f"{label} a device-served slot holds its matched page",
+            z3.Implies(dev[s] != 0, cell == dev[s]),
+            hyps,
+            show,
+        )
+        p.prove(
+            f"{label} a host-served slot holds the page loaded for it",
+            z3.Implies(host[s] != 0, cell == fresh[s]),
+            hyps,
+            show,
+        )
