@@ -30,6 +30,7 @@ CAUGHT_BY = {
     "live-off-by-one": ("valid-call", "step-plan"),
     "reclaim-stops-at-hole": ("reclaim",),  # a real page left below the reclaim bound
     "acquire-before-check": ("all-or-nothing",),  # a failed group acquire kept pages
+    "reclaimable-ignores-names": ("closed-form",),  # counted pages no name makes reclaimable
 }
 
 
@@ -47,6 +48,7 @@ BY_THEOREMS = {
     "take-counts-holes",
     "reclaim-floor-not-updated",
     "tail-after-off-by-one",
+    "reclaim-cell-spares-floor",
 }
 
 
