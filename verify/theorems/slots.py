@@ -51,7 +51,7 @@ def _follows(t: runs.TableState, pages: Any, s: Any, gr: runs.Group) -> Any:
     pages it frees are exactly the ones the count-level proofs count.""",
     kills=("reclaim-cell-spares-floor", "reclaim-keeps-band-top", "reclaim-floor-not-updated"),
     cost=2,
-    rlimit=8_000_000,
+    rlimit=2_000_000,
     executes=("reclaim", "slots.reclaim_cell", "slots.punched"),
 )
 def reclaim_slots(p: Prover) -> None:
@@ -161,7 +161,7 @@ def reclaimable_slots(p: Prover) -> None:
     lands in the very slot that needs it.""",
     kills=("load-into-hole", "claim-cell-host-id"),
     cost=2,
-    rlimit=6_000_000,
+    rlimit=2_000_000,
     executes=("claim_run", "slots.claim_cell"),
 )
 def claim_slots(p: Prover) -> None:
