@@ -91,6 +91,22 @@ def claim_takes(ref: Num, ar: Arith = INT) -> Bool:
     return ref == 0
 
 
+# --- offload: the slots a match can ever use (section 10) ----------------------------------
+
+
+def reachable(j: Num, n: Num, B: Num, R: Num, q: Num, ar: Arith = INT) -> Bool:
+    """Can slot j of a group serve a match of some boundary of at most n tokens?
+
+    ``R`` is the group's resume count (-1 for a full group: every slot up to n), ``q`` the
+    lcm in the group's pages.  A full group's slot j serves every boundary past it; a
+    sliding or state group's serves the boundaries b (multiples of q, b*B <= n) with
+    b - R <= j < b, of which the first above j is the nearest: it decides.
+    """
+    first = (ar.div(j, q) + 1) * q  # the first lcm boundary above slot j, in pages
+    near = both(first * B <= n, first - R <= j, ar)
+    return both(j >= 0, ar.cond(R < 0, lambda: (j + 1) * B <= n, lambda: near), ar)
+
+
 # --- the pool: where a released page goes ------------------------------------------------
 
 
@@ -147,5 +163,6 @@ __all__ = [
     "loaded",
     "punched",
     "reclaim_cell",
+    "reachable",
     "reclaimable_cell",
 ]

@@ -345,19 +345,13 @@ def _load_into_hole(host_page: Num, loaded_page: Num, ar: Arith = geo.INT) -> Nu
     return 0
 
 
-_offload_set = spec_host.offload_set
-
-
-def _offload_set_without_first_resume_page(
-    c: Coordinator, tables: list[BlockTable], n: int
-) -> list[tuple[int, int]]:
+def _reachable_without_first_resume_page(
+    j: Num, n: Num, B: Num, R: Num, q: Num, ar: Arith = geo.INT
+) -> Any:
     # Wrong: a sliding or state group offloads R - 1 of the R slots behind each boundary.
-    out = []
-    for g, j in _offload_set(c, tables, n):
-        R = c._resume(g)
-        if R <= 0 or (j + R) * c._managers[g].block_size % c.lcm_block_size != 0:
-            out.append((g, j))
-    return out
+    first = (ar.div(j, q) + 1) * q
+    near = runs.both(first * B <= n, first - R + 1 <= j, ar)
+    return runs.both(j >= 0, ar.cond(R < 0, lambda: (j + 1) * B <= n, lambda: near), ar)
 
 
 def _complete_load_rotated(c: Coordinator, plan: object) -> None:
@@ -398,9 +392,9 @@ HOST_VARIANTS: dict[str, Variant] = {
         Variant(
             "offload-skips-resume-page",
             "an offload plan leaves out the first resume page behind each boundary",
-            spec_host,
-            "offload_set",
-            _offload_set_without_first_resume_page,
+            spec_slots,
+            "reachable",
+            _reachable_without_first_resume_page,
         ),
         Variant(
             "load-into-wrong-page",

@@ -99,6 +99,7 @@ PROPERTY = {
     "reclaim-slots-follow-runs": "7.5 and 7.6 per slot (the model's reclaim, slot by slot)",
     "reclaimable-counts-what-reclaim-frees": "7.5 (blocks_reclaimable_at, slot by slot)",
     "claim-places-matched-and-loaded-pages": "7.8 and 7.11 per slot (the claim's placement)",
+    "offload-set-is-reachable-set": "7.11 (offload picks exactly the reachable slots)",
     "acquire-all-or-nothing-bounded": "7.1 (bounded)",
     "sequential-charge-with-reclaims-bounded": "7.3 (bounded)",
     "reclaim-bounded": "7.5 and 7.6 per page (bounded)",
@@ -132,6 +133,7 @@ MODEL_CALLS = frozenset(
         "slots.punched",
         "slots.reclaimable_cell",
         "slots.claim_cell",
+        "slots.reachable",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against
