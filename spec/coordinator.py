@@ -313,18 +313,17 @@ class Coordinator:
             B = m.block_size
             k = B // self._base
             covered = min(n // B, len(ks) // k)
-            if m.kind == "state":
-                # Only the slot ending exactly at num_tokens holds a usable state snapshot, and
-                # only a slot at or past the cursor is offered a name: below it lie the slots a
-                # claim brought in, whose loads may still be pending (complete_load names them).
-                j = n // B - 1
-                offered = [j] if n % B == 0 and t.named_upto <= j < covered else []
-            else:
-                offered = list(range(t.named_upto, covered))
-            t.named_upto = max(t.named_upto, covered)
+            # The slots past the cursor that spec/slots.py's rule offers a name: for a state
+            # group only the slot ending at num_tokens (below the cursor lie the slots a claim
+            # brought in, whose loads may still be pending: complete_load names them).
+            upto, state = t.named_upto, m.kind == "state"
+            offered = [
+                j for j in range(upto, covered) if slots.offered(j, n, B, upto, covered, state)
+            ]
+            t.named_upto = max(upto, covered)
             for j in offered:
                 page = t.slots[j]
-                if page != 0 and not self._pool._is_cached(page):
+                if slots.takes_name(page, self._pool._is_cached(page)):
                     key = ks[(j + 1) * k - 1]
                     slot_tokens = None if toks is None else tuple(toks[j * B : (j + 1) * B])
                     new = self._pool._set_name(page, (g, key), slot_tokens)

@@ -91,6 +91,27 @@ def claim_takes(ref: Num, ar: Arith = INT) -> Bool:
     return ref == 0
 
 
+# --- cache_full_blocks: which slots are offered a name ---------------------------------------
+
+
+def offered(j: Num, n: Num, B: Num, upto: Num, covered: Num, state: bool, ar: Arith = INT) -> Bool:
+    """Is slot j offered a name by cache_full_blocks(n)?  (It takes one if real and unnamed.)
+
+    ``upto`` is the table's naming cursor (slots below it were offered before), ``covered``
+    the full pages the call's keys and n cover.  A state group offers only the slot ending
+    exactly at n, and only when n is a multiple of B: no other page holds a usable state.
+    """
+    fresh = both(upto <= j, j < covered, ar)
+    if not state:
+        return fresh
+    return both(fresh, both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
+
+
+def takes_name(page: Num, named: Bool, ar: Arith = INT) -> Bool:
+    """Does an offered slot's page take a name?  A real page that has none yet."""
+    return both(page != 0, named == False, ar)  # noqa: E712 (a Z3 term has no `not`)
+
+
 # --- offload: the slots a match can ever use (section 10) ----------------------------------
 
 
@@ -161,8 +182,10 @@ __all__ = [
     "in_band",
     "joins_front",
     "loaded",
+    "offered",
     "punched",
     "reclaim_cell",
     "reachable",
     "reclaimable_cell",
+    "takes_name",
 ]

@@ -190,6 +190,16 @@ def _reclaimable_ignores_names(
     )
 
 
+def _offered_skips_last(
+    j: Num, n: Num, B: Num, upto: Num, covered: Num, state: bool, ar: Arith = geo.INT
+) -> Any:
+    # Wrong: the last page the keys cover is never offered a name.
+    fresh = runs.both(upto <= j, j < covered - 1, ar)
+    if not state:
+        return fresh
+    return runs.both(fresh, runs.both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -311,6 +321,13 @@ VARIANTS: dict[str, Variant] = {
             spec_slots,
             "reclaimable_cell",
             _reclaimable_ignores_names,
+        ),
+        Variant(
+            "names-skip-last-page",
+            "cache_full_blocks never offers a name to the last page its keys cover",
+            spec_slots,
+            "offered",
+            _offered_skips_last,
         ),
     ]
 }

@@ -100,6 +100,7 @@ PROPERTY = {
     "reclaimable-counts-what-reclaim-frees": "7.5 (blocks_reclaimable_at, slot by slot)",
     "claim-places-matched-and-loaded-pages": "7.8 and 7.11 per slot (the claim's placement)",
     "offload-set-is-reachable-set": "7.11 (offload picks exactly the reachable slots)",
+    "naming-reaches-every-resume-page": "7.8 (naming reaches every page a hit needs)",
     "acquire-all-or-nothing-bounded": "7.1 (bounded)",
     "sequential-charge-with-reclaims-bounded": "7.3 (bounded)",
     "reclaim-bounded": "7.5 and 7.6 per page (bounded)",
@@ -134,6 +135,8 @@ MODEL_CALLS = frozenset(
         "slots.reclaimable_cell",
         "slots.claim_cell",
         "slots.reachable",
+        "slots.offered",
+        "slots.takes_name",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against
