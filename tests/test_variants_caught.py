@@ -31,6 +31,7 @@ CAUGHT_BY = {
     "reclaim-stops-at-hole": ("reclaim",),  # a real page left below the reclaim bound
     "acquire-before-check": ("all-or-nothing",),  # a failed group acquire kept pages
     "reclaimable-ignores-names": ("closed-form",),  # counted pages no name makes reclaimable
+    "plan-fits-strict": ("step-plan",),  # the plan differs from its definition
 }
 
 

@@ -200,6 +200,11 @@ def _offered_skips_last(
     return runs.both(fresh, runs.both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
 
 
+def _plan_fits_strict(taken: Num, free: Num, released: Num, ar: Arith = geo.INT) -> Any:
+    # Wrong: a step that would use every free page is treated as not fitting.
+    return taken < free + released
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -328,6 +333,13 @@ VARIANTS: dict[str, Variant] = {
             spec_slots,
             "offered",
             _offered_skips_last,
+        ),
+        Variant(
+            "plan-fits-strict",
+            "a step plan treats a step that uses every free page as not fitting",
+            runs,
+            "plan_fits",
+            _plan_fits_strict,
         ),
     ]
 }

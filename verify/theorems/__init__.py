@@ -101,6 +101,7 @@ PROPERTY = {
     "claim-places-matched-and-loaded-pages": "7.8 and 7.11 per slot (the claim's placement)",
     "offload-set-is-reachable-set": "7.11 (offload picks exactly the reachable slots)",
     "naming-reaches-every-resume-page": "7.8 (naming reaches every page a hit needs)",
+    "step-plan-apply-never-fails": "7.10 (two requests, no page shared between them)",
     "acquire-all-or-nothing-bounded": "7.1 (bounded)",
     "sequential-charge-with-reclaims-bounded": "7.3 (bounded)",
     "reclaim-bounded": "7.5 and 7.6 per page (bounded)",
@@ -137,6 +138,7 @@ MODEL_CALLS = frozenset(
         "slots.reachable",
         "slots.offered",
         "slots.takes_name",
+        "plan_stepped",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against
