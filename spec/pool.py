@@ -237,7 +237,7 @@ class BlockPool:
         """Names a page; True if the name is new to the pool (which then keeps `tokens`)."""
         self._name_of[page] = name
         self._counters["pages_named"] += 1
-        new = name not in self._pages_named
+        new = bool(slots.stores(len(self._pages_named.get(name, ()))))
         if new:
             self._counters["names_stored"] += 1
             if tokens is not None:
@@ -257,7 +257,7 @@ class BlockPool:
         self._counters["pages_evicted"] += 1
         pages = self._pages_named[name]
         pages.remove(page)
-        if not pages:
+        if slots.removes(len(pages)):
             del self._pages_named[name]
             self._tokens_of.pop(name, None)
             self._counters["names_removed"] += 1

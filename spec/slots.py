@@ -140,6 +140,26 @@ def joins_front(named: Bool, retention: Bool, ar: Arith = INT) -> Bool:
     return both(retention, named == False, ar)  # noqa: E712 (a Z3 term has no `not`)
 
 
+# --- events: when naming and eviction change the set of names a pool holds ---------------
+
+
+def stores(holders: Num, ar: Arith = INT) -> Bool:
+    """Does naming one more page ``(group, key)`` emit a stored event?
+
+    ``holders`` is how many pages carry that name before: only a name new to the pool is
+    announced (several pages may carry one name, section 8).
+    """
+    return holders == 0
+
+
+def removes(holders: Num, ar: Arith = INT) -> Bool:
+    """Does a page losing its name emit a removed event?  ``holders``: pages still carrying it.
+
+    Only the last copy's eviction removes the name from the pool.
+    """
+    return holders == 0
+
+
 # --- the model's glue -----------------------------------------------------------------------
 
 
@@ -185,7 +205,9 @@ __all__ = [
     "offered",
     "punched",
     "reclaim_cell",
+    "stores",
     "reachable",
     "reclaimable_cell",
+    "removes",
     "takes_name",
 ]

@@ -32,6 +32,7 @@ CAUGHT_BY = {
     "acquire-before-check": ("all-or-nothing",),  # a failed group acquire kept pages
     "reclaimable-ignores-names": ("closed-form",),  # counted pages no name makes reclaimable
     "plan-fits-strict": ("step-plan",),  # the plan differs from its definition
+    "removes-while-copies-remain": ("names",),  # the pool's names break under the rule
 }
 
 

@@ -205,6 +205,11 @@ def _plan_fits_strict(taken: Num, free: Num, released: Num, ar: Arith = geo.INT)
     return taken < free + released
 
 
+def _removes_while_copies_remain(holders: Num, ar: Arith = geo.INT) -> Any:
+    # Wrong: the name is announced removed while one other page still carries it.
+    return holders <= 1
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -340,6 +345,13 @@ VARIANTS: dict[str, Variant] = {
             runs,
             "plan_fits",
             _plan_fits_strict,
+        ),
+        Variant(
+            "removes-while-copies-remain",
+            "a removed event is sent while another page still carries the name",
+            spec_slots,
+            "removes",
+            _removes_while_copies_remain,
         ),
     ]
 }
