@@ -46,6 +46,8 @@ def _follows(t: runs.TableState, pages: Any, s: Any, gr: runs.Group) -> Any:
     runs reclaim leaves; no slot below the bound min(slid_out(f), slots) holds a page after
     it; a slot outside the band is left as it was (so visiting the band alone is enough);
     the slots it lets go are exactly the real slots of the band (what runs.reclaim counts);
+    a slot stops holding its page exactly when reclaim lets go of it, so the pool drops one
+    reference per slot that stops holding a page (reference counts keep equal to holders);
     and a repeat reclaim at f lets go of nothing. Unbounded.""",
     """After reclaim_expired(f) no page below the window is pinned, holes included, and the
     pages it frees are exactly the ones the count-level proofs count.""",
@@ -92,6 +94,12 @@ def _reclaim_slots(p: Prover, g: Geometry) -> None:
     p.prove(
         f"{label} the slots let go are the band's real slots",
         let_go == z3.And(slots.in_band(s, lo, hi, Z3), runs.slot_real(tb, s, gr, Z3)),
+        hyps,
+        show,
+    )
+    p.prove(
+        f"{label} a slot stops holding its page iff reclaim lets go of it (one reference each)",
+        (cell != page) == let_go,
         hyps,
         show,
     )
