@@ -368,7 +368,9 @@ def _kept(p: Prover, g: Geometry) -> Any:
     model's plan_step decides by) for two requests in priority order, each a symbolic table
     of one run (symbolic sizes, frontier, floor and tail room) with a symbolic token count,
     its pages held alone or shared with holders outside the plan (reference count c >= 1),
-    symbolic free pages F, for every manager kind (B, W, m unbounded): then applies it as
+    symbolic free pages F, for a full group and a live-tail sliding group (B, W, m unbounded;
+    a state group and a sliding group with A = 0 allocate exactly as a full group does, and a
+    plan never reclaims): then applies it as
     apply_step does, runs.free_table on the preempted requests and runs.acquire on the
     stepped ones in priority order. Every stepped acquire succeeds; the free pages after
     are F + released - taken, the plan's free_after; the stepped prefix is the longest that
@@ -382,13 +384,16 @@ def _kept(p: Prover, g: Geometry) -> Any:
     starves the request at the head of its queue.""",
     kills=("plan-fits-strict",),
     cost=4,
-    rlimit=12_100_000,
+    rlimit=8_800_000,
     executes=("plan_stepped", "free_table", "acquire"),
 )
 def step_plan(p: Prover) -> None:
     from .transitions import ARITH, count_lemmas, general, shape_facts, take_lemma
 
-    for g in every_kind():
+    # A state group and a sliding group with A = 0 allocate as a full group does (every new
+    # slot real) and a plan never reclaims: full and live tail are the two acquires there are.
+    kinds = every_kind()
+    for g in (kinds[0], kinds[3]):
         gr = group(g)
         cf = count_lemmas(p, g)
         ext0, _ = shape_facts(p, g)
