@@ -1,19 +1,18 @@
-"""One step of the differential machine: the queries asked after it and what it reports.
-
-``verify/machine.py`` re-exports every name.
+"""One step of the differential machine: the queries asked after it, what it reports, and
+what a plug-in adds to the lockstep core (``Extension``: ops, how to run one, how to judge it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy
 
-from .machine_oracle import doc_keys
-from .machine_side import Outcome, Side, State, Verdict
-from .trace import Op
+from ..trace import Op
+from .oracle import doc_keys
+from .side import Outcome, Side, State, Verdict
 
 
 @dataclass(frozen=True)
@@ -143,3 +142,19 @@ class StepFailure(AssertionError):
         lines = [f"step {report.index} {describe_op(report.op)} failed:"]
         lines.extend(f"  {f}" for f in report.failures)
         super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Extension:
+    """Ops a plug-in adds to the lockstep core (``verify/machine/core.py``).
+
+    ``apply(world, side, op, facts)`` runs one op on one side and returns its ``Outcome``
+    (``facts``: what else it observed, compared across sides); ``check(world, side, op,
+    step)`` judges that side's step.  ``world`` is the ``LockstepCore`` running the op.
+    The core runs and judges its own ops first; an op kind no extension lists is an
+    ``UnknownOp``.  ``verify/machine/lockstep.py`` composes the core with its plug-ins.
+    """
+
+    ops: tuple[str, ...]
+    apply: Callable[[Any, Side, Op, dict[str, Any]], Outcome]
+    check: Callable[[Any, Side, Op, SideStep], list[Verdict]]
