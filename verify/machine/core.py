@@ -48,12 +48,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import events as counters_events
-from ..trace import Geometry, Op, make_trace
+from ..trace import Geometry, Op
 from .bad_calls import BAD_CALLS
 from .checks import LockstepChecks
 from .oracle import SHARED_PREFIX, GroupRule, Shape, doc_keys, doc_tokens, oracle_sequential
 from .side import Impl, Outcome, Side, State, call
-from .step import Extension, Query, SideStep, StepReport, describe_op
+from .step import Extension, Query, SideStep, StepReport, recorded_trace
 
 INT32_MAX = 2**31 - 1
 
@@ -313,28 +313,5 @@ class LockstepCore(LockstepChecks):
         self, origin: str, variant: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """The ops run so far as a trace (observed = the first failing step, if any)."""
-        observed: dict[str, Any] | None = None
-        rep = self.failure
-        if rep is not None:
-            observed = {
-                "step": rep.index,
-                "properties": rep.failed_properties(),
-                "failures": rep.failures,
-                "outcomes": {s.label: str(s.outcome) for s in rep.sides},
-                "implementations": [s.label for s in rep.sides],
-            }
-            if title is None:
-                props = ", ".join(rep.failed_properties())
-                title = f"{props} at step {rep.index}: {describe_op(rep.op)}"
-        ops = self.ops if rep is None else self.ops[: rep.index + 1]
-        return make_trace(
-            [g.to_dict() for g in self.geometry.groups],
-            self.geometry.num_blocks,
-            self.geometry.num_requests,
-            ops,
-            title=title or "recorded run",
-            origin=origin,
-            variant=variant,
-            observed=observed,
-        )
+        return recorded_trace(self.geometry, self.ops, self.failure, origin, variant, title)
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..trace import HOST_BAD_CALLS, Geometry, Op, make_trace, trace_geometry
+from ..trace import HOST_BAD_CALLS, Geometry, Op, trace_geometry
 from .host_side import (
     STATE_PARTS,
     Content,
@@ -63,7 +63,7 @@ from .host_side import (
 )
 from .oracle import doc_keys
 from .side import Impl, Verdict
-from .step import describe_op
+from .step import describe_op, recorded_trace, run_ops
 
 
 class HostWorld:
@@ -435,30 +435,16 @@ class HostWorld:
         self, origin: str, variant: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """The ops run so far as a trace (observed = the first failing step, if any)."""
-        observed: dict[str, Any] | None = None
-        rep = self.failure
-        if rep is not None:
-            observed = {
-                "step": rep.index,
-                "properties": rep.failed_properties(),
-                "failures": rep.failures,
-                "outcomes": {s.label: describe_outcome(s.outcome) for s in rep.sides},
-                "implementations": [s.label for s in rep.sides],
-            }
-            if title is None:
-                props = ", ".join(rep.failed_properties())
-                title = f"host tier: {props} at step {rep.index}: {describe_op(rep.op)}"
-        ops = self.ops if rep is None else self.ops[: rep.index + 1]
-        return make_trace(
-            [g.to_dict() for g in self.geometry.groups],
-            self.geometry.num_blocks,
-            self.geometry.num_requests,
-            ops,
-            title=title or "recorded host-tier run",
-            origin=origin,
-            variant=variant,
-            observed=observed,
-            host_blocks=self.geometry.host_blocks,
+        return recorded_trace(
+            self.geometry,
+            self.ops,
+            self.failure,
+            origin,
+            variant,
+            title,
+            tier="host tier",
+            untitled="recorded host-tier run",
+            describe=describe_outcome,
         )
 
 
@@ -467,10 +453,4 @@ def run_host_trace(
 ) -> tuple[HostWorld, list[HostStepReport]]:
     """Run a (validated) host-tier trace's ops in lockstep; stops after the first failure."""
     world = HostWorld(trace_geometry(trace), impls)
-    reports = []
-    for op in trace["ops"]:
-        rep = world.run(op)
-        reports.append(rep)
-        if not rep.ok and stop_at_failure:
-            break
-    return world, reports
+    return world, run_ops(world, trace["ops"], stop_at_failure)

@@ -18,6 +18,7 @@ from .host import run_host_trace
 from .names import NAMES
 from .plan import PLANS
 from .side import Impl
+from .step import run_ops
 
 
 class Lockstep(LockstepCore):
@@ -39,10 +40,4 @@ def run_trace(
     if geometry.host_blocks is not None:
         return run_host_trace(trace, impls, stop_at_failure=stop_at_failure)
     world = Lockstep(geometry, impls)
-    reports = []
-    for op in trace["ops"]:
-        rep = world.run(op)
-        reports.append(rep)
-        if not rep.ok and stop_at_failure:
-            break
-    return world, reports
+    return world, run_ops(world, trace["ops"], stop_at_failure)

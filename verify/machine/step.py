@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import numpy
 
-from ..trace import Op
+from ..trace import Geometry, Op, make_trace
 from .oracle import doc_keys
 from .side import Outcome, Side, State, Verdict
 
@@ -132,6 +132,62 @@ class StepReport(Verdicts):
 def describe_op(op: Op) -> str:
     args = ", ".join(f"{k}={v}" for k, v in op.items() if k != "op")
     return f"{op['op']}({args})"
+
+
+def run_ops(world: Any, ops: Sequence[Op], stop_at_failure: bool) -> list[Any]:
+    """Run `ops` on a world (``Lockstep``, ``HostWorld``), after the first failing step
+    only if not `stop_at_failure`; their reports."""
+    reports = []
+    for op in ops:
+        rep = world.run(op)
+        reports.append(rep)
+        if not rep.ok and stop_at_failure:
+            break
+    return reports
+
+
+def recorded_trace(
+    geometry: Geometry,
+    ops: Sequence[Op],
+    failure: Any,
+    origin: str,
+    variant: str | None,
+    title: str | None,
+    *,
+    tier: str = "",
+    untitled: str = "recorded run",
+    describe: Callable[[Any], str] = str,
+) -> dict[str, Any]:
+    """The trace of a world's ops (observed = `failure`, its first failing step, if any).
+
+    `tier` prefixes a failure's title, `untitled` is the title of a run without failure;
+    `describe` writes a side's outcome.
+    """
+    observed: dict[str, Any] | None = None
+    if failure is not None:
+        observed = {
+            "step": failure.index,
+            "properties": failure.failed_properties(),
+            "failures": failure.failures,
+            "outcomes": {s.label: describe(s.outcome) for s in failure.sides},
+            "implementations": [s.label for s in failure.sides],
+        }
+        if title is None:
+            props = ", ".join(failure.failed_properties())
+            where = f"{tier}: " if tier else ""
+            title = f"{where}{props} at step {failure.index}: {describe_op(failure.op)}"
+    kept = ops if failure is None else ops[: failure.index + 1]
+    return make_trace(
+        [g.to_dict() for g in geometry.groups],
+        geometry.num_blocks,
+        geometry.num_requests,
+        list(kept),
+        title=title or untitled,
+        origin=origin,
+        variant=variant,
+        observed=observed,
+        host_blocks=geometry.host_blocks,
+    )
 
 
 class StepFailure(AssertionError):
