@@ -59,8 +59,7 @@ def package_roots(pyproject: Path) -> dict[str, Path]:
 def module_files(roots: Mapping[str, Path]) -> dict[str, Path]:
     """Every module of the trees, by its installed dotted name (a package by its own name).
 
-    A directory that is itself a root of another name (spec/ under livetail?) is not walked
-    twice: each file belongs to the most specific root that contains it.
+    A file under two roots (a tree nested in another) belongs to the longer import name.
     """
     files: dict[str, Path] = {}
     owner: dict[Path, str] = {}
