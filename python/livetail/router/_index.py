@@ -284,8 +284,9 @@ class PrefixIndex:
 
     def _lookup(self, h: np.ndarray) -> np.ndarray:
         """Row of each hash, 0 where the index has none."""
-        loops = _native if self._native else _numpy
-        return loops.lookup(self._table, self._bits, h)
+        if self._native:
+            return _native.lookup(self._table, self._bits, h)
+        return _numpy.lookup(self._table, self._bits, h)
 
     def _insert(self, h: np.ndarray) -> int:
         """Adds distinct hashes the table does not hold; they get rows first, first + 1, ..."""
@@ -305,8 +306,10 @@ class PrefixIndex:
 
     def _place(self, h: np.ndarray, rows: np.ndarray) -> None:
         """Puts distinct hashes the table lacks into free slots (linear probing)."""
-        loops = _native if self._native else _numpy
-        loops.place(self._table, self._bits, h, rows)
+        if self._native:
+            _native.place(self._table, self._bits, h, rows)
+        else:
+            _numpy.place(self._table, self._bits, h, rows)
 
     def _rebuild(self, extra: int) -> None:
         """Drops rows no engine holds any more, then rehashes into a table with room."""
@@ -387,8 +390,8 @@ class PrefixIndex:
         ready = [e for e in engines if e.ready]  # a group of unknown layout: 0 is all that is safe
         if not ready or not len(h):
             return out
-        loops = _native if self._native else _numpy
-        out.update(loops.answer(self._table, self._bits, self._presence, h, ready, _FIRST_CHUNK))
+        loops = _native.answer if self._native else _numpy.answer
+        out.update(loops(self._table, self._bits, self._presence, h, ready, _FIRST_CHUNK))
         return out
 
 
