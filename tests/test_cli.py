@@ -129,7 +129,7 @@ def test_verify_reports_a_campaign_that_cannot_run_as_a_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from livetail.verify import campaign
-    from livetail.verify.machine import NativeUnavailable
+    from livetail.verify.machine.side import NativeUnavailable
 
     def unavailable(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise NativeUnavailable("livetail has no native module")

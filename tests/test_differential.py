@@ -2,7 +2,7 @@
 
 One example = a random coordinator (1-4 groups: full, sliding with and without live tail,
 state; page sizes 1-16 with varying lcm), a small pool, 1-4 requests, and up to
-``STEPS`` operations of the request life cycle and its abuses (see verify/machine_rules.py).
+``STEPS`` operations of the request life cycle and its abuses (see verify/machine/rules.py).
 After every step both sides' full state and every query's answer are compared, and each
 section-7 property is checked against the machine's slot-by-slot oracle.
 
@@ -23,7 +23,8 @@ from types import ModuleType
 
 from hypothesis import Phase, settings
 from livetail.verify.campaign import run_campaign, run_differential
-from livetail.verify.machine import Impl, implementations, run_trace
+from livetail.verify.machine.lockstep import run_trace
+from livetail.verify.machine.side import Impl, implementations
 from livetail.verify.trace import load_trace
 
 CI_EXAMPLES = 300

@@ -1,4 +1,4 @@
-"""The host tier in lockstep with the data oracle (verify/machine_host.py), its traces, and
+"""The host tier in lockstep with the data oracle (verify/machine/host.py), its traces, and
 the wrong host-tier variants that the oracle catches with the spec alone.
 
 A failing host-machine run is minimized and written as a trace of ``host_*`` ops like the
@@ -17,7 +17,8 @@ from hypothesis import Phase, settings
 from livetail.spec.managers import _Manager
 from livetail.verify import replay, variants
 from livetail.verify.campaign import run_differential
-from livetail.verify.machine import implementations, run_trace
+from livetail.verify.machine.lockstep import run_trace
+from livetail.verify.machine.side import implementations
 from livetail.verify.trace import HOST_OP_FIELDS, load_trace
 
 SETTINGS = settings(derandomize=True, database=None, deadline=None)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from livetail.verify import replay
-from livetail.verify.machine import Impl
+from livetail.verify.machine.side import Impl
 from livetail.verify.trace import load_trace, make_trace, write_trace
 
 TRACES = Path(__file__).parent / "traces"
@@ -220,7 +220,7 @@ def test_replay_blames_only_the_side_that_diverged() -> None:
     assert code == 0
 
 
-# --- host-tier traces (geometry host_blocks, host_* ops; verify/machine_host.py) --------
+# --- host-tier traces (geometry host_blocks, host_* ops; verify/machine/host.py) --------
 
 
 def test_host_trace_replays_green_with_a_match_served_by_both_tiers() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import livetail
-import livetail.router as router
+import livetail.router._index as router_index
 import livetail.spec as spec
 import msgpack
 from hypothesis import given, settings
@@ -191,11 +191,11 @@ def test_the_index_answers_every_engines_match_prefix_after_every_batch(
     setups: list[tuple[Any, int, int, int, bool, str, bool]], ops: list[tuple[Any, ...]]
 ) -> None:
     # Queries look keys up in chunks from 1 key on: the early stop is exercised too.
-    first, router._FIRST_CHUNK = router._FIRST_CHUNK, 1
+    first, router_index._FIRST_CHUNK = router_index._FIRST_CHUNK, 1
     try:
         run(setups, ops)
     finally:
-        router._FIRST_CHUNK = first
+        router_index._FIRST_CHUNK = first
 
 
 def run(

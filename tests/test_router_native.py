@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import livetail.router as router
+import livetail.router._index as router_index
+import livetail.router._native as router_native
 import numpy as np
 import pytest
 from livetail import _core
@@ -42,7 +44,7 @@ def removed(hashes: list[int], group: int, medium: str = "GPU") -> dict[str, Any
 
 
 def test_the_native_module_is_what_an_index_uses() -> None:
-    assert router._NATIVE is True and PrefixIndex()._native is True
+    assert router_native.NATIVE is True and PrefixIndex()._native is True
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -50,7 +52,7 @@ def test_the_native_module_is_what_an_index_uses() -> None:
 def test_native_and_numpy_indexes_agree_on_rows_names_and_answers(
     seed: int, first_chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(router, "_FIRST_CHUNK", first_chunk)
+    monkeypatch.setattr(router_index, "_FIRST_CHUNK", first_chunk)
     rng = np.random.default_rng(seed)
     native, numpy_only = PrefixIndex(), PrefixIndex()
     numpy_only._native = False
@@ -176,7 +178,7 @@ def test_key_hashes_native_and_numpy_agree_and_refuse_alike(
     for arg, error, message in bad:
         with pytest.raises(error, match=message):
             router.key_hashes(arg)
-    monkeypatch.setattr(router, "_NATIVE", False)
+    monkeypatch.setattr(router_native, "NATIVE", False)
     assert router.key_hashes(keys).tolist() == want
     assert router.key_hashes([]).tolist() == []
     for arg, error, message in bad:

@@ -1,6 +1,6 @@
 """Both implementations against the differential machine's slot-by-slot oracle, on a grid.
 
-The oracle (verify/machine_oracle.py) is written from semantics.md alone and judges every step
+The oracle (verify/machine/oracle.py) is written from semantics.md alone and judges every step
 of the differential test; here it is checked exhaustively on small geometries against the
 spec and the native module, so a disagreement points at one of the three, not at chance.
 """
@@ -11,7 +11,7 @@ import itertools
 from types import ModuleType
 
 import pytest
-from livetail.verify.machine import (
+from livetail.verify.machine.oracle import (
     GroupRule,
     Shape,
     oracle_after,

@@ -93,7 +93,7 @@ def test_the_theorems_are_registered_after_the_others_in_order() -> None:
 
 
 def test_document_keys_are_the_trace_machines() -> None:
-    from livetail.verify.machine import doc_keys
+    from livetail.verify.machine.oracle import doc_keys
 
     for doc in (0, 1):
         for base in (1, 2, 3):

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import Phase, settings
 from livetail.verify import replay, variants
 from livetail.verify.campaign import run_differential
-from livetail.verify.machine import implementations, run_trace
+from livetail.verify.machine.lockstep import run_trace
+from livetail.verify.machine.side import implementations
 from livetail.verify.trace import load_trace
 
 # The properties that may flag each variant at the trace's failing step.

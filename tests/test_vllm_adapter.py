@@ -295,8 +295,9 @@ def test_unsupported_allocation_features_raise_named_errors():
 
 def test_scheduler_swap_is_scoped_to_construction():
     import vllm.v1.core.sched.scheduler as sched
+    from livetail.vllm._scheduler import _livetail_manager
 
     saved = sched.KVCacheManager
-    with adapter._livetail_manager():
+    with _livetail_manager():
         assert sched.KVCacheManager is adapter.KVCacheManager
     assert sched.KVCacheManager is saved

@@ -24,6 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def harness() -> Any:
+    # As `python benchmarks/vllm_side_by_side.py` runs: its directory first on the path, for
+    # its sibling benchmarks/side_by_side_driver.py.
+    bench = str(ROOT / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
     path = ROOT / "benchmarks" / "vllm_side_by_side.py"
     spec = importlib.util.spec_from_file_location("vllm_side_by_side", path)
     assert spec is not None and spec.loader is not None

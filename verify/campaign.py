@@ -23,15 +23,13 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
 
 from . import variants
-from .machine import (
-    Impl,
-    StepFailure,
-    TraceSink,
-    differential_machine,
-    implementations,
-    run_trace,
-)
-from .machine_host import HostStepFailure, host_machine
+from .machine.host_rules import host_machine
+from .machine.host_side import HostStepFailure
+from .machine.lockstep import run_trace
+from .machine.rules import differential_machine
+from .machine.side import Impl, implementations
+from .machine.sink import TraceSink
+from .machine.step import StepFailure
 from .trace import DEFAULT_TRACES_DIR, TraceError, parse_trace, write_trace
 
 STEPS_PER_EXAMPLE = 50
@@ -78,7 +76,7 @@ def run_differential(
     """Drive `impls` in lockstep for up to `examples` examples of up to `steps` ops.
 
     `tier` picks the machine: ``"device"`` (``differential_machine``) or ``"host"``
-    (``machine_host.host_machine``, the host tier with its data oracle).  `variant` patches
+    (``machine.host_rules.host_machine``, the host tier with its data oracle).  `variant` patches
     the spec with a wrong variant for the whole run.  `seed` fixes Hypothesis' randomness
     (None: derandomized when `parent` says so, else random).  A failure (after
     Hypothesis' shrinking and, with `minimize`, ``minimize_trace``) is written to
@@ -144,7 +142,7 @@ def run_campaign(
     of each machine), "failures" (machines that failed), "traces",
     "seconds", "implementations", "seed", "failure"}.  `progress` sees (done, 2 *
     examples), the host machine's examples counted after the device machine's.  Raises
-    ``machine.NativeUnavailable`` when the native module cannot be imported.
+    ``machine.side.NativeUnavailable`` when the native module cannot be imported.
     """
     impls = implementations("both")
 

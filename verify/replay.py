@@ -3,7 +3,8 @@
 For every op it prints what each side returned, the charge against the pages taken, the
 state of the pool and the request's tables (once when the sides agree, per side when they
 do not), and every property's verdict.  A host-tier trace (geometry ``host_blocks``) runs
-on ``machine_host.HostWorld``, data oracle included, and prints both pools and the plans.
+on ``HostWorld`` (``verify/machine/host.py``), data oracle included, and prints both pools
+and the plans.
 Exit status: 0 when every side agrees and every property holds on the whole trace, 1 when
 a divergence or a violation is reproduced, 2 for a usage error (unreadable, non-UTF-8 or
 invalid trace, a size outside the limits of ``verify/trace_limits.py``, unknown variant,
@@ -23,16 +24,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from . import variants
-from .machine import (
-    Impl,
-    Lockstep,
-    NativeUnavailable,
-    SideStep,
-    StepReport,
-    describe_op,
-    implementations,
-)
-from .machine_host import HostStepReport, HostWorld, describe_outcome
+from .machine.host import HostWorld
+from .machine.host_side import HostStepReport, describe_outcome
+from .machine.lockstep import Lockstep
+from .machine.side import Impl, NativeUnavailable, implementations
+from .machine.step import SideStep, StepReport, describe_op
 from .trace import TraceError, load_trace, trace_geometry
 from .trace_limits import check_limits
 

@@ -36,7 +36,7 @@ Op = dict[str, Any]
 KINDS = ("full", "sliding", "state")
 
 # Every operation a trace may hold: its name and its required fields (integers, except
-# ``call``), then optional fields.  The machine in ``verify/machine.py`` gives them meaning.
+# ``call``), then optional fields.  The machine in ``verify/machine/`` gives them meaning.
 # New op kinds may be added within a version; changing what an op means bumps VERSION.
 OP_FIELDS: dict[str, tuple[str, ...]] = {
     "admit": ("request", "chunk", "reserve"),
@@ -51,7 +51,7 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     # Prefix caching (semantics section 8); `doc` picks the request's token stream.
     "cache": ("request", "doc", "tokens"),
     "claim": ("request", "doc", "tokens"),
-    # Step plans (semantics section 9, verify/machine_plan.py).
+    # Step plans (semantics section 9, verify/machine/plan.py).
     "plan": ("mask", "first", "tokens"),
     # Section 12: drop every device name; drop the names of the listed device page ids (a
     # list field, see INT_LIST_FIELDS); detach a request's references into a handle; release
@@ -62,7 +62,7 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "release_detached": ("handle",),
 }
 
-# Host-tier ops (semantics section 10, verify/machine_host.py): a trace whose geometry has
+# Host-tier ops (semantics section 10, verify/machine/host.py): a trace whose geometry has
 # ``host_blocks`` holds these and nothing else; any other trace none of them.
 HOST_OP_FIELDS: dict[str, tuple[str, ...]] = {
     "host_compute": ("request", "tokens"),

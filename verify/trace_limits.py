@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .machine_bad_calls import BAD_CALLS
-from .machine_plan import BAD_PLANS
+from .machine.bad_calls import BAD_CALLS
+from .machine.plan import BAD_PLANS
 from .trace import HOST_BAD_CALLS, TraceError, trace_geometry
 
 INT32_MAX = 2**31 - 1

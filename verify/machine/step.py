@@ -1,19 +1,18 @@
-"""One step of the differential machine: the queries asked after it and what it reports.
-
-``verify/machine.py`` re-exports every name.
+"""One step of the differential machine: the queries asked after it, what it reports, and
+what a plug-in adds to the lockstep core (``Extension``: ops, how to run one, how to judge it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy
 
-from .machine_oracle import doc_keys
-from .machine_side import Outcome, Side, State, Verdict
-from .trace import Op
+from ..trace import Geometry, Op, make_trace
+from .oracle import doc_keys
+from .side import Outcome, Side, State, Verdict
 
 
 @dataclass(frozen=True)
@@ -135,6 +134,62 @@ def describe_op(op: Op) -> str:
     return f"{op['op']}({args})"
 
 
+def run_ops(world: Any, ops: Sequence[Op], stop_at_failure: bool) -> list[Any]:
+    """Run `ops` on a world (``Lockstep``, ``HostWorld``), after the first failing step
+    only if not `stop_at_failure`; their reports."""
+    reports = []
+    for op in ops:
+        rep = world.run(op)
+        reports.append(rep)
+        if not rep.ok and stop_at_failure:
+            break
+    return reports
+
+
+def recorded_trace(
+    geometry: Geometry,
+    ops: Sequence[Op],
+    failure: Any,
+    origin: str,
+    variant: str | None,
+    title: str | None,
+    *,
+    tier: str = "",
+    untitled: str = "recorded run",
+    describe: Callable[[Any], str] = str,
+) -> dict[str, Any]:
+    """The trace of a world's ops (observed = `failure`, its first failing step, if any).
+
+    `tier` prefixes a failure's title, `untitled` is the title of a run without failure;
+    `describe` writes a side's outcome.
+    """
+    observed: dict[str, Any] | None = None
+    if failure is not None:
+        observed = {
+            "step": failure.index,
+            "properties": failure.failed_properties(),
+            "failures": failure.failures,
+            "outcomes": {s.label: describe(s.outcome) for s in failure.sides},
+            "implementations": [s.label for s in failure.sides],
+        }
+        if title is None:
+            props = ", ".join(failure.failed_properties())
+            where = f"{tier}: " if tier else ""
+            title = f"{where}{props} at step {failure.index}: {describe_op(failure.op)}"
+    kept = ops if failure is None else ops[: failure.index + 1]
+    return make_trace(
+        [g.to_dict() for g in geometry.groups],
+        geometry.num_blocks,
+        geometry.num_requests,
+        list(kept),
+        title=title or untitled,
+        origin=origin,
+        variant=variant,
+        observed=observed,
+        host_blocks=geometry.host_blocks,
+    )
+
+
 class StepFailure(AssertionError):
     """A step diverged or broke a property; carries the report."""
 
@@ -143,3 +198,19 @@ class StepFailure(AssertionError):
         lines = [f"step {report.index} {describe_op(report.op)} failed:"]
         lines.extend(f"  {f}" for f in report.failures)
         super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class Extension:
+    """Ops a plug-in adds to the lockstep core (``verify/machine/core.py``).
+
+    ``apply(world, side, op, facts)`` runs one op on one side and returns its ``Outcome``
+    (``facts``: what else it observed, compared across sides); ``check(world, side, op,
+    step)`` judges that side's step.  ``world`` is the ``LockstepCore`` running the op.
+    The core runs and judges its own ops first; an op kind no extension lists is an
+    ``UnknownOp``.  ``verify/machine/lockstep.py`` composes the core with its plug-ins.
+    """
+
+    ops: tuple[str, ...]
+    apply: Callable[[Any, Side, Op, dict[str, Any]], Outcome]
+    check: Callable[[Any, Side, Op, SideStep], list[Verdict]]

@@ -1,21 +1,22 @@
 """Host tier (semantics section 10) in lockstep, with the data oracle (section 7 item 11).
 
-Two layers, as in ``verify/machine.py``:
+Two layers, as for the device machine (``verify/machine/lockstep.py`` and ``rules.py``):
 
-* ``HostWorld`` runs one host op (``host_*`` op dicts of ``verify/trace.py``) on every
+* ``HostWorld`` (here) runs one host op (``host_*`` op dicts of ``verify/trace.py``) on every
   implementation (normally the spec and the native module): requests compute chunks
   (acquire, name, reclaim, as an engine does), offload (plan, then complete or abort), are
   freed, come back through a match across tiers and a claim with loads, and complete their
   loads; plus usage errors.  After every op the implementations' full state must agree:
   device and host queues, reference counts, name counts, tables, the plans' arrays, events
   of both tiers and both pools' counters.  ``livetail replay`` and the minimizer drive it
-  from a trace; ``run_trace`` (``verify/machine.py``) picks it for a trace whose geometry
-  has ``host_blocks``.
-* ``host_machine`` wraps it in a Hypothesis ``RuleBasedStateMachine`` whose rules draw the
-  ops; a failing run becomes a trace through ``TraceSink``.
+  from a trace; ``run_trace`` (``verify/machine/lockstep.py``) picks it for a trace whose
+  geometry has ``host_blocks``.
+* ``host_machine`` (``verify/machine/host_rules.py``) wraps it in a Hypothesis
+  ``RuleBasedStateMachine`` whose rules draw the ops; a failing run becomes a trace through
+  ``TraceSink``.
 
 One implementation's side (``HostSide``) and the step records are in
-``verify/machine_host_side.py``; this module re-exports them.
+``verify/machine/host_side.py``.
 
 The data oracle tracks what each device and host page holds, written here from the
 semantics alone: computing a chunk writes each real slot's position content into its page,
@@ -46,16 +47,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-
-from .machine import Impl, TraceSink, Verdict, describe_op, doc_keys
-from .machine_host_side import (
+from ..trace import HOST_BAD_CALLS, Geometry, Op, trace_geometry
+from .host_side import (
     STATE_PARTS,
     Content,
     HostSide,
     HostSideStep,
-    HostStepFailure,
     HostStepReport,
     _attempt,
     _ints,
@@ -64,35 +61,9 @@ from .machine_host_side import (
     describe_outcome,
     plan_arrays,
 )
-from .trace import HOST_BAD_CALLS, Geometry, GroupGeometry, Op, make_trace
-
-__all__ = [
-    "Content",
-    "DOCS",
-    "HostMachine",
-    "HostSide",
-    "HostSideStep",
-    "HostStepFailure",
-    "HostStepReport",
-    "HostWorld",
-    "LAYOUTS",
-    "NUM_REQUESTS",
-    "STATE_PARTS",
-    "describe_outcome",
-    "host_machine",
-    "plan_arrays",
-    "run_host_trace",
-]
-
-# (kind, block size, window, live tail) per group.
-LAYOUTS: list[list[tuple[str, int, int | None, bool]]] = [
-    [("full", 4, None, False), ("sliding", 2, 3, True)],
-    [("full", 4, None, False), ("sliding", 2, 5, True), ("state", 4, None, False)],
-    [("sliding", 2, 3, False), ("full", 2, None, False)],
-    [("sliding", 1, 3, True), ("full", 2, None, False)],
-]
-NUM_REQUESTS = 3
-DOCS = 3
+from .oracle import doc_keys
+from .side import Impl, Verdict
+from .step import describe_op, recorded_trace, run_ops
 
 
 class HostWorld:
@@ -464,30 +435,16 @@ class HostWorld:
         self, origin: str, variant: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """The ops run so far as a trace (observed = the first failing step, if any)."""
-        observed: dict[str, Any] | None = None
-        rep = self.failure
-        if rep is not None:
-            observed = {
-                "step": rep.index,
-                "properties": rep.failed_properties(),
-                "failures": rep.failures,
-                "outcomes": {s.label: describe_outcome(s.outcome) for s in rep.sides},
-                "implementations": [s.label for s in rep.sides],
-            }
-            if title is None:
-                props = ", ".join(rep.failed_properties())
-                title = f"host tier: {props} at step {rep.index}: {describe_op(rep.op)}"
-        ops = self.ops if rep is None else self.ops[: rep.index + 1]
-        return make_trace(
-            [g.to_dict() for g in self.geometry.groups],
-            self.geometry.num_blocks,
-            self.geometry.num_requests,
-            ops,
-            title=title or "recorded host-tier run",
-            origin=origin,
-            variant=variant,
-            observed=observed,
-            host_blocks=self.geometry.host_blocks,
+        return recorded_trace(
+            self.geometry,
+            self.ops,
+            self.failure,
+            origin,
+            variant,
+            title,
+            tier="host tier",
+            untitled="recorded host-tier run",
+            describe=describe_outcome,
         )
 
 
@@ -495,135 +452,5 @@ def run_host_trace(
     trace: dict[str, Any], impls: Sequence[Impl], *, stop_at_failure: bool = True
 ) -> tuple[HostWorld, list[HostStepReport]]:
     """Run a (validated) host-tier trace's ops in lockstep; stops after the first failure."""
-    from .trace import trace_geometry
-
     world = HostWorld(trace_geometry(trace), impls)
-    reports = []
-    for op in trace["ops"]:
-        rep = world.run(op)
-        reports.append(rep)
-        if not rep.ok and stop_at_failure:
-            break
-    return world, reports
-
-
-# --- the Hypothesis machine -------------------------------------------------------------
-
-
-class HostMachine(RuleBasedStateMachine):
-    """Spec and native (or the spec alone) driven through the host tier in lockstep."""
-
-    impls: tuple[Impl, ...] = ()
-    sink: TraceSink | None = None
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.world: HostWorld | None = None
-
-    @property
-    def w(self) -> HostWorld:
-        assert self.world is not None
-        return self.world
-
-    def step(self, op: Op) -> None:
-        report = self.w.run(op)
-        if not report.ok:
-            raise HostStepFailure(report)
-
-    # -- set-up ---------------------------------------------------------------------------
-
-    @initialize(
-        layout=st.integers(0, len(LAYOUTS) - 1),
-        device=st.sampled_from([16, 24, 40]),
-        host=st.sampled_from([4, 5, 8, 24]),
-    )
-    def setup(self, layout: int, device: int, host: int) -> None:
-        groups = tuple(GroupGeometry(k, b, w, live) for k, b, w, live in LAYOUTS[layout])
-        self.world = HostWorld(Geometry(groups, device, NUM_REQUESTS, host), self.impls)
-
-    # -- rules ------------------------------------------------------------------------------
-
-    @rule(r=st.integers(0, NUM_REQUESTS - 1), n=st.integers(1, 12))
-    def compute(self, r: int, n: int) -> None:
-        if self.w.pending_load(r):
-            return  # the engine completes a load before computing past it
-        self.step({"op": "host_compute", "request": r, "tokens": n})
-
-    @rule(r=st.integers(0, NUM_REQUESTS - 1), upto=st.integers(0, 64))
-    def offload(self, r: int, upto: int) -> None:
-        self.step({"op": "host_offload", "request": r, "tokens": upto})
-
-    @precondition(lambda self: self.world is not None and self.world.reference.offloads)
-    @rule(i=st.integers(0, 7), complete=st.sampled_from([True, True, True, False]))
-    def end_offload(self, i: int, complete: bool) -> None:
-        """Complete or abort a plan: mostly a pending one, sometimes one that ended (error)."""
-        plans = self.w.reference.offloads
-        pending = [k for k, p in enumerate(plans) if str(p.state) == "pending"]
-        k = pending[i % len(pending)] if pending and i < 6 else i % len(plans)
-        kind = "host_complete_offload" if complete else "host_abort_offload"
-        self.step({"op": kind, "plan": len(plans) - 1 - k})
-
-    @rule(r=st.integers(0, NUM_REQUESTS - 1), d=st.integers(0, DOCS - 1), pages=st.integers(0, 16))
-    def admit(self, r: int, d: int, pages: int) -> None:
-        """A freed request comes back: match across tiers, then claim with loads."""
-        if not self.w.fresh(r):
-            return  # claims need fresh tables
-        self.step({"op": "host_claim", "request": r, "doc": d, "tokens": pages * self.w.base})
-
-    @rule(r=st.integers(0, NUM_REQUESTS - 1))
-    def complete_load(self, r: int) -> None:
-        if self.w.pending_load(r):
-            self.step({"op": "host_complete_load", "request": r})
-
-    @rule(n=st.integers(1, 64))
-    def evict(self, n: int) -> None:
-        """Another request takes up to 4 n tokens and leaves: old device names go."""
-        self.step({"op": "host_evict", "tokens": 4 * n})
-
-    @rule(r=st.integers(0, NUM_REQUESTS - 1))
-    def free(self, r: int) -> None:
-        self.step({"op": "host_free", "request": r})
-
-    @rule(
-        r=st.integers(0, NUM_REQUESTS - 1),
-        n=st.integers(1, 64),
-        other=st.booleans(),
-        load=st.booleans(),
-    )
-    def round_trip(self, r: int, n: int, other: bool, load: bool) -> None:
-        """Offload everything, free, evict, and come back (as `other` request or as r): the
-        life cycle a host hit needs, as one rule so that short runs reach it."""
-        c, d = self.w.computed[r], self.w.doc[r]
-        if c == 0 or self.w.pending_load(r):
-            return
-        self.offload(r, c)
-        if self.w.reference.offloads:
-            self.end_offload(-1, True)  # the plan just made (or the last still pending)
-        self.free(r)
-        self.evict(n)
-        back = (r + 1) % NUM_REQUESTS if other else r
-        self.admit(back, d, c // self.w.base)
-        if load:
-            self.complete_load(back)
-
-    @rule(kind=st.integers(0, 3), r=st.integers(0, NUM_REQUESTS - 1))
-    def bad(self, kind: int, r: int) -> None:
-        """Usage errors: ValueError, nothing changed."""
-        if kind == 0:
-            call = "offload-without-host"
-        elif kind == 1 and self.w.reference.offloads:
-            call = "complete-offload-foreign"
-        elif kind == 2 and self.w.pending_load(r):
-            call = "complete-load-foreign"
-        else:
-            call = "offload-past-extent"
-        self.step({"op": "host_bad", "call": call, "request": r})
-
-    def teardown(self) -> None:
-        if self.sink is not None:
-            self.sink.finished(self.world)
-
-
-def host_machine(impls: Sequence[Impl], sink: TraceSink | None = None) -> type[HostMachine]:
-    """The machine over the given implementations (the spec alone: the oracle only)."""
-    return type("HostMachineOf", (HostMachine,), {"impls": tuple(impls), "sink": sink})
+    return world, run_ops(world, trace["ops"], stop_at_failure)

@@ -1,31 +1,28 @@
 """The Hypothesis machine over ``Lockstep``: the request life cycle and its abuses as rules.
 
 ``differential_machine`` builds a ``RuleBasedStateMachine`` whose rules draw ops
-(``verify/trace.py``) and run them through ``Lockstep`` (``verify/machine.py``); a failing
-run (after shrinking) becomes a trace through ``TraceSink``.  ``verify/machine.py``
-re-exports every name.
+(``verify/trace.py``) and run them through ``Lockstep`` (``verify/machine/lockstep.py``: the
+core with its plug-ins, whose rules ``PlanRules`` and ``NameRules`` are mixed in here); a
+failing run (after shrinking) becomes a trace through ``TraceSink``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Sequence
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from .machine_bad_calls import BAD_CALLS
-from .machine_names import NameRules
-from .machine_oracle import SHARED_PREFIX
-from .machine_plan import PlanRules
-from .machine_side import Impl
-from .machine_step import StepFailure
-from .trace import Geometry, GroupGeometry, Op
-
-if TYPE_CHECKING:
-    from .machine import Lockstep
-
+from ..trace import Geometry, GroupGeometry, Op
+from .bad_calls import BAD_CALLS
+from .lockstep import Lockstep
+from .names import NameRules
+from .oracle import SHARED_PREFIX
+from .plan import PlanRules
+from .side import Impl
+from .sink import TraceSink
+from .step import StepFailure
 
 PAGE_SIZES = (1, 2, 3, 4, 8, 16)
 # "live" twice: live-tail groups are where holes, resume pages and the sequential charge live.
@@ -52,45 +49,10 @@ def geometries(draw: st.DrawFn) -> Geometry:
     return Geometry(tuple(groups), draw(st.integers(1, 64)), draw(st.integers(1, 4)))
 
 
-class Recorder(Protocol):
-    """What a sink needs of a world: its first failure and its trace (Lockstep, HostWorld)."""
-
-    @property
-    def failure(self) -> Any: ...
-
-    def to_trace(self, origin: str, variant: str | None = None) -> dict[str, Any]: ...
-
-    @property
-    def ops(self) -> list[Any]: ...
-
-
-class TraceSink:
-    """Collects the trace of the last failing run (Hypothesis runs the shrunk example last)."""
-
-    def __init__(self, origin: str = "differential", variant: str | None = None) -> None:
-        self.origin = origin
-        self.variant = variant
-        self.last: dict[str, Any] | None = None
-        self.examples = 0
-        self.steps = 0  # ops run over every example: what a campaign's size is counted in
-        self.on_example: Callable[[int], None] | None = None
-
-    def finished(self, world: Recorder | None) -> None:
-        self.examples += 1
-        if world is not None:
-            self.steps += len(world.ops)
-        if self.on_example is not None:
-            self.on_example(self.examples)
-        if world is not None and world.failure is not None:
-            self.last = world.to_trace(self.origin, self.variant)
-
-
 def differential_machine(
     impls: Sequence[Impl], sink: TraceSink | None = None
 ) -> type[RuleBasedStateMachine]:
     """A RuleBasedStateMachine class driving `impls` in lockstep (spec first)."""
-    from .machine import Lockstep  # machine imports this module: import it once it is loaded
-
     impl_list = list(impls)
     trace_sink = sink if sink is not None else TraceSink()
 

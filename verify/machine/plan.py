@@ -1,4 +1,5 @@
-"""Step plans (semantics section 9) in the differential machine: the `plan` op.
+"""Step plans (semantics section 9) in the differential machine: the `plan` op, a plug-in of
+the lockstep core (``PLANS``, composed in ``verify/machine/lockstep.py``).
 
 `plan` plans one step over the requests whose bit is set in `mask`, in priority order
 starting at request `first` (ascending, wrapping), each asking for `tokens`; then, if given,
@@ -19,6 +20,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
+
+from .side import Outcome, Side, Verdict, call
+from .step import Extension, SideStep
 
 PLAN_OPS = ("plan",)
 BAD_PLANS = {
@@ -52,10 +56,8 @@ def _attempt(fn: Any, *args: Any) -> tuple[Any, str | None, str]:
         return None, type(e).__name__, str(e)
 
 
-def apply_plan_op(world: Any, side: Any, op: dict[str, Any], facts: dict[str, Any]) -> Any:
+def apply_plan_op(world: Any, side: Side, op: dict[str, Any], facts: dict[str, Any]) -> Outcome:
     """Run a `plan` op on one side; returns an Outcome (value: the plan's figures)."""
-    from .machine import Outcome, call
-
     order = plan_order(op, world.geometry.num_requests)
     n = op["tokens"]
     facts["order"] = order
@@ -124,10 +126,8 @@ def _released(before: Any, requests: list[int]) -> int:
     return sum(1 for p, c in held.items() if c == before.pool.refs[p])
 
 
-def check_plan_op(world: Any, op: dict[str, Any], s: Any) -> list[Any]:
+def check_plan_op(world: Any, op: dict[str, Any], s: SideStep) -> list[Verdict]:
     """The `step-plan` verdict for one side's `plan` step."""
-    from .machine import Verdict
-
     b, a, out, facts = s.before, s.after, s.outcome, s.facts
     order: list[int] = facts.get("order", [])
     needs = facts.get("needs", [])
@@ -174,6 +174,13 @@ def check_plan_op(world: Any, op: dict[str, Any], s: Any) -> list[Any]:
             elif ta.bound or ta.length:
                 problems.append(f"preempted request {r} g{g} not empty and unbound")
     return [Verdict("step-plan", not problems, "; ".join(problems))]
+
+
+def _check(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> list[Verdict]:
+    return check_plan_op(world, op, s)
+
+
+PLANS = Extension(PLAN_OPS, apply_plan_op, _check)
 
 
 class PlanRules:

@@ -1,45 +1,15 @@
-"""livetail as vLLM 0.33's KV-cache manager: ``KVCacheManager`` and ``Scheduler``.
-
-``KVCacheManager`` has the constructor of ``vllm.v1.core.kv_cache_manager.KVCacheManager``
-and every method and attribute vLLM's scheduler uses; page ids are livetail's (page 0 is
-vLLM's null block too) and the blocks it hands out are vLLM's own ``KVCacheBlock`` objects
-in vLLM's ``KVCacheBlocks``. ``Scheduler`` / ``AsyncScheduler`` are vLLM's schedulers
-built on it, for ``scheduler_cls``.
-
-Groups: full attention -> livetail ``full``; sliding window -> ``sliding`` with live tail
-off unless the group is listed in ``live_tail_groups`` (only for kernels that read the
-chunk from activations: README, "Under vLLM's scheduler"); Mamba without a prefix-cache
-mode -> ``state``. Every other feature raises ``NotImplementedError`` naming it.
-
-This is the only module of livetail that imports vLLM.
-"""
+"""``KVCacheManager``: vLLM 0.33's KV-cache manager interface on a livetail ``Coordinator``."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-import vllm.v1.core.sched.scheduler as _sched_module
-from vllm.distributed.kv_events import (
-    MEDIUM_GPU,
-    AllBlocksCleared,
-    BlockRemoved,
-    BlockStored,
-    KVCacheEvent,
-)
+from vllm.distributed.kv_events import KVCacheEvent
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
-from vllm.v1.core.kv_cache_utils import KVCacheBlock, maybe_convert_block_hash
-from vllm.v1.core.sched.async_scheduler import AsyncScheduler as _VllmAsyncScheduler
-from vllm.v1.core.sched.scheduler import Scheduler as _VllmScheduler
+from vllm.v1.core.kv_cache_utils import KVCacheBlock
 from vllm.v1.kv_cache_interface import (
-    FullAttentionSpec,
     KVCacheConfig,
-    KVCacheSpec,
-    MambaSpec,
-    SlidingWindowSpec,
     get_kv_cache_spec_kind,
     get_kv_cache_spec_sliding_window,
 )
@@ -48,113 +18,9 @@ from vllm.v1.request import Request, RequestStatus
 
 import livetail
 
-__all__ = [
-    "AsyncScheduler",
-    "KVCacheManager",
-    "Scheduler",
-    "group_specs",
-    "install",
-    "layout_of",
-    "key_of",
-    "unsupported",
-]
-
-KEY_BYTES = 32
-# Prefix of the digest that turns a vLLM block hash of another length into a livetail key.
-KEY_DERIVATION_PREFIX = b"livetail.vllm key\x00"
-
-
-# What the managers built so far saw, for a test harness to read and clear: the group spec
-# class names of every manager (one entry per manager) and every unsupported feature hit.
-built_layouts: list[str] = []
-unsupported_hits: list[str] = []
-
-
-def unsupported(feature: str) -> NotImplementedError:
-    """The one error the adapter raises for a vLLM feature it does not implement."""
-    unsupported_hits.append(feature)
-    return NotImplementedError(f"livetail.vllm does not support {feature}")
-
-
-def layout_of(kv_cache_config: KVCacheConfig) -> str:
-    """The groups' spec class names, joined by '+' (e.g. 'FullAttentionSpec')."""
-    return "+".join(type(g.kv_cache_spec).__name__ for g in kv_cache_config.kv_cache_groups)
-
-
-def key_of(block_hash: bytes) -> bytes:
-    """The 32-byte livetail key of one vLLM block hash.
-
-    vLLM's default hash (sha256) gives 32 bytes: used as is. Other algorithms
-    (sha256_cbor_64bit, xxhash) give other lengths: the key is then SHA-256 over
-    ``KEY_DERIVATION_PREFIX || hash``, which keeps the chain property (the hash already
-    depends on every token before it) and is the same in every process.
-    """
-    if len(block_hash) == KEY_BYTES:
-        return bytes(block_hash)
-    return hashlib.sha256(KEY_DERIVATION_PREFIX + bytes(block_hash)).digest()
-
-
-def _exact(spec: KVCacheSpec, cls: type) -> bool:
-    return type(spec) is cls
-
-
-def group_specs(
-    kv_cache_config: KVCacheConfig, live_tail_groups: Iterable[int] = ()
-) -> list[livetail.GroupSpec]:
-    """livetail's group specs for vLLM's KV-cache groups; NotImplementedError for the rest.
-
-    ``live_tail_groups``: indices of sliding-window groups whose kernels read the chunk
-    being computed from activations, never from its pages (conv-style, or attention with a
-    ragged + paged prefill). Only those get live-tail allocation; vLLM's standard attention
-    writes the chunk into its pages and reads it back, so it must keep it off.
-    """
-    live = set(live_tail_groups)
-    out: list[livetail.GroupSpec] = []
-    for g, group in enumerate(kv_cache_config.kv_cache_groups):
-        spec = group.kv_cache_spec
-        name = type(spec).__name__
-        if getattr(group, "is_eagle_group", False):
-            raise unsupported(f"EAGLE draft-model KV-cache groups (group {g})")
-        if getattr(group, "host_resident", False):
-            raise unsupported(f"host-resident KV-cache groups (group {g})")
-        if _exact(spec, FullAttentionSpec):
-            if spec.attention_chunk_size is not None:
-                raise unsupported(f"chunked local attention (group {g})")
-            if spec.sliding_window is not None:
-                raise unsupported(
-                    f"sliding window computed in a full-attention group (group {g}, "
-                    "hybrid allocator off)"
-                )
-            if getattr(spec, "non_causal", False):
-                raise unsupported(f"non-causal attention (group {g})")
-            if g in live:
-                raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
-            out.append(livetail.GroupSpec("full", spec.block_size))
-        elif _exact(spec, SlidingWindowSpec):
-            if spec.extra_retained_tokens:
-                raise unsupported(f"extra retained sliding-window tokens (group {g})")
-            out.append(
-                livetail.GroupSpec(
-                    "sliding",
-                    spec.block_size,
-                    sliding_window=spec.sliding_window,
-                    live_tail_alloc=g in live,
-                )
-            )
-        elif _exact(spec, MambaSpec):
-            if spec.mamba_cache_mode != "none":
-                raise unsupported(f"Mamba cache mode {spec.mamba_cache_mode!r} (group {g})")
-            if spec.num_speculative_blocks or spec.num_prefill_checkpoint_blocks:
-                raise unsupported(f"Mamba speculative or checkpoint blocks (group {g})")
-            if g in live:
-                raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
-            out.append(livetail.GroupSpec("state", spec.block_size))
-        else:
-            raise unsupported(f"{name} KV-cache groups (group {g})")
-    bad = sorted(live - set(range(len(out))))
-    if bad:
-        raise ValueError(f"live_tail_groups: no group {bad[0]}")
-    return out
+from ._events import _EventsAndStats
+from ._groups import KEY_BYTES, built_layouts, group_specs, key_of, layout_of, unsupported
+from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
 
 
 class _Req:
@@ -171,163 +37,7 @@ class _Req:
         self.named_keys = 0
 
 
-class _Detached(KVCacheBlock):
-    """A block handed out by ``pop_blocks_for_free``: carries its request's detached handle."""
-
-    def __init__(self, block_id: int, handle: Any) -> None:
-        super().__init__(block_id)
-        self.handle = handle  # the Coordinator's DetachedTables
-
-
-class _View:
-    """Base of the views: an attribute vLLM's object has and the view lacks is refused."""
-
-    _what = "object"
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise unsupported(
-            f"vLLM's {self._what}.{name} (manager internals, read by connectors such as the "
-            "auxiliary-output connector)"
-        )
-
-
-class _FreeQueueView:
-    def __init__(self, pool: livetail.BlockPool) -> None:
-        self._pool = pool
-
-    @property
-    def num_free_blocks(self) -> int:
-        return int(self._pool.num_free)
-
-
-class _BlockPoolView(_View):
-    """The part of vLLM's ``BlockPool`` its scheduler and tests reach through."""
-
-    _what = "BlockPool"
-
-    def __init__(self, manager: KVCacheManager) -> None:
-        self._m = manager
-        self.num_gpu_blocks = manager.pool.num_blocks
-        self.enable_caching = manager.enable_caching
-        self.enable_kv_cache_events = manager.enable_kv_cache_events
-        self.null_block = manager._blocks[0]
-        self.free_block_queue = _FreeQueueView(manager.pool)
-
-    def get_num_free_blocks(self) -> int:
-        return int(self._m.pool.num_free)
-
-    def get_usage(self) -> float:
-        return self._m.usage
-
-    @property
-    def blocks(self) -> list[KVCacheBlock]:
-        """vLLM's block objects, reference counts read from the pool now."""
-        counts = self._m.pool.ref_counts()
-        blocks = self._m._blocks
-        for p in range(1, len(blocks)):
-            blocks[p].ref_cnt = int(counts[p])
-        return blocks
-
-    def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
-        """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
-        handles: list[Any] = []
-        for block in ordered_blocks:
-            if block.is_null:
-                continue
-            if not isinstance(block, _Detached):
-                raise unsupported("freeing blocks it did not detach (copy-on-write retention)")
-            if not block.handle.released and block.handle not in handles:
-                handles.append(block.handle)
-        for handle in handles:
-            self._m._release_detached(handle)
-
-    def evict_blocks(self, block_ids: set[int]) -> None:
-        self._m.evict_blocks(block_ids)
-
-    def take_events(self) -> list[KVCacheEvent]:
-        return self._m.take_events()
-
-
-class _GroupView(_View):
-    """One group as vLLM's single-type manager looks from the scheduler and tests."""
-
-    _what = "SingleTypeKVCacheManager"
-
-    retains_longer_hit = False
-
-    def __init__(self, manager: KVCacheManager, group_id: int, spec: KVCacheSpec) -> None:
-        self._m = manager
-        self.kv_cache_group_id = group_id
-        self.kv_cache_spec = spec
-        self.block_size = spec.block_size
-        self.records_new_block_ids = manager._zeroing
-        self.new_block_ids: list[int] = manager._new_block_ids
-
-    @property
-    def req_to_blocks(self) -> dict[str, list[KVCacheBlock]]:
-        g = self.kv_cache_group_id
-        return {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
-
-    @property
-    def num_cached_block(self) -> dict[str, int]:
-        g = self.kv_cache_group_id
-        return {rid: r.cached_blocks[g] for rid, r in self._m._reqs.items()}
-
-    def take_new_block_ids(self) -> list[int]:
-        return []  # the manager drains its one list (take_new_block_ids)
-
-    def take_pending_cow_copies(self) -> list[tuple[KVCacheBlock, KVCacheBlock]]:
-        return []
-
-    def take_pending_boundary_state_offloads(self) -> list[Any]:
-        return []
-
-    def finalize_partial_tail_offload(self, *args: object) -> None:
-        return None
-
-
-class _CoordinatorView(_View):
-    """The part of vLLM's KV-cache coordinator its scheduler reaches through."""
-
-    _what = "KVCacheCoordinator"
-
-    enable_partial_hash_hits = False
-    eagle_group_ids: tuple[int, ...] = ()
-    num_reprefillable_tokens = 0
-
-    def __init__(self, manager: KVCacheManager, groups: list[_GroupView]) -> None:
-        self._m = manager
-        self.single_type_managers = groups
-        full = [g for g, s in enumerate(manager.specs) if s.kind == "full"]
-        self.full_attention_group_id = full[0] if full else None
-        self.block_pool = manager.block_pool
-        self.livetail = manager.livetail_coordinator
-
-    def get_num_blocks_to_allocate(
-        self,
-        request_id: str,
-        num_tokens: int,
-        new_computed_blocks: Sequence[Sequence[KVCacheBlock]],
-        num_encoder_tokens: int,
-        total_computed_tokens: int,
-        num_local_computed_tokens: int,
-        num_tokens_main_model: int,
-        apply_admission_cap: bool = False,
-        prefill_end: int | None = None,
-    ) -> int:
-        if num_encoder_tokens:
-            raise unsupported("encoder tokens (cross attention)")
-        if any(len(b) for b in new_computed_blocks):
-            raise unsupported("charging a prefix hit outside allocate_slots")
-        return self._m._charge(self._m._tables_of(request_id), None, num_tokens)
-
-    def new_step_starts(self) -> None:
-        return None
-
-
-class KVCacheManager(_View):
+class KVCacheManager(_EventsAndStats, _View):
     """vLLM 0.33's ``KVCacheManager`` interface on a livetail ``Coordinator``."""
 
     _what = "KVCacheManager"
@@ -513,28 +223,6 @@ class KVCacheManager(_View):
     def usage(self) -> float:
         total = self.pool.num_blocks - 1
         return 0.0 if total == 0 else self.pool.num_pinned / total
-
-    def make_prefix_cache_stats(self) -> PrefixCacheStats | None:
-        if not self.log_stats:
-            return None
-        stats = self.prefix_cache_stats
-        self.prefix_cache_stats = PrefixCacheStats()
-        return stats
-
-    def prefix_cache_lookup_enabled(self, request: Request) -> bool:
-        return self.enable_caching and not request.skip_reading_prefix_cache
-
-    def record_prefix_cache_stats(self, request: Request, num_hits: int) -> None:
-        # Per admitted request, as the scheduler reports it: a lookup that is retried
-        # counts once (the pool's match counters count every lookup).
-        if not self.log_stats or not self.prefix_cache_lookup_enabled(request):
-            return
-        assert self.prefix_cache_stats is not None
-        self.prefix_cache_stats.record(
-            num_tokens=request.num_tokens,
-            num_hits=num_hits,
-            preempted=request.num_preemptions > 0,
-        )
 
     def get_computed_blocks(
         self, request: Request, max_cache_hit_length: int | None = None
@@ -770,11 +458,6 @@ class KVCacheManager(_View):
     def get_num_common_prefix_blocks(self, running_request_id: str) -> list[int]:
         return [0] * self.num_kv_cache_groups
 
-    def take_events(self) -> list[KVCacheEvent]:
-        self._drain_events(None)
-        events, self._events = self._events, []
-        return events if self.enable_kv_cache_events else []
-
     def get_blocks(self, request_id: str) -> KVCacheBlocks:
         r = self._reqs.get(request_id)
         if r is None:
@@ -841,114 +524,3 @@ class KVCacheManager(_View):
 
     def _name_pages(self, tables: list[livetail.BlockTable], keys: list[bytes], n: int) -> None:
         self.livetail_coordinator.cache_full_blocks(tables, keys, n)
-
-    # -- events --------------------------------------------------------------------------
-
-    def _drain_events(self, request: Request | None) -> None:
-        """livetail's pool events as vLLM's event objects (stored ones carry the tokens)."""
-        if not self.enable_kv_cache_events:
-            return  # the pool queues none
-        raw = self.pool.take_events()
-        if not raw:
-            return
-        for ev in raw:
-            kind, _tier, group, keys, parent, first = ev[:6]
-            if kind == "stored":
-                self._events.extend(self._stored(request, group, keys, parent, first))
-            elif kind == "removed":
-                self._events.extend(
-                    BlockRemoved(
-                        block_hashes=[maybe_convert_block_hash(self._hash(k))],
-                        medium=MEDIUM_GPU,
-                        group_idx=group,
-                    )
-                    for k in keys
-                )
-            else:
-                self._events.append(AllBlocksCleared())
-
-    def _hash(self, key: bytes) -> bytes:
-        return self._hash_of_key.get(key, key)
-
-    def _stored(
-        self,
-        request: Request | None,
-        group: int,
-        keys: Sequence[bytes],
-        parent: bytes | None,
-        first: int,
-    ) -> Iterator[BlockStored]:
-        assert request is not None, "names are given only while caching a request's blocks"
-        b = self._block_sizes[group]
-        kind, window = self.kv_cache_event_metadata[group]
-        lora = request.lora_request
-        prev = parent
-        for i, k in enumerate(keys):
-            start = (first + i) * b
-            yield BlockStored(
-                block_hashes=[maybe_convert_block_hash(self._hash(k))],
-                parent_block_hash=None
-                if prev is None
-                else maybe_convert_block_hash(self._hash(prev)),
-                token_ids=list(request.all_token_ids[start : start + b]),
-                block_size=b,
-                lora_id=lora.adapter_id if lora else None,
-                medium=MEDIUM_GPU,
-                lora_name=lora.name if lora else None,
-                group_idx=group,
-                kv_cache_spec_kind=kind,
-                kv_cache_spec_sliding_window=window,
-            )
-            prev = k
-
-
-def install(swap: bool = True) -> None:
-    """Make vLLM's scheduler module build livetail's manager (what the pytest plugin does).
-
-    ``swap=False`` keeps vLLM's own manager and only records each one's layout in
-    ``built_layouts`` (the baseline run of scripts/vllm_env.sh).
-    """
-    if swap:
-        _sched_module.KVCacheManager = KVCacheManager  # type: ignore[misc]
-        return
-    base = _sched_module.KVCacheManager
-
-    class _Recording(base):  # type: ignore[misc, valid-type]
-        def __init__(self, kv_cache_config: KVCacheConfig, *args: Any, **kwargs: Any) -> None:
-            built_layouts.append(layout_of(kv_cache_config))
-            super().__init__(kv_cache_config, *args, **kwargs)
-
-    _sched_module.KVCacheManager = _Recording  # type: ignore[misc]
-
-
-# -- schedulers ------------------------------------------------------------------------
-
-_swap_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _livetail_manager() -> Iterator[None]:
-    """vLLM's scheduler builds ``KVCacheManager`` by its module-level name: swap it."""
-    with _swap_lock:
-        saved = _sched_module.KVCacheManager
-        _sched_module.KVCacheManager = KVCacheManager  # type: ignore[misc]
-        try:
-            yield
-        finally:
-            _sched_module.KVCacheManager = saved  # type: ignore[misc]
-
-
-class Scheduler(_VllmScheduler):
-    """vLLM's scheduler on livetail's manager (``scheduler_cls``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _livetail_manager():
-            super().__init__(*args, **kwargs)
-
-
-class AsyncScheduler(_VllmAsyncScheduler):
-    """vLLM's async scheduler on livetail's manager (``scheduler_cls``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        with _livetail_manager():
-            super().__init__(*args, **kwargs)

@@ -3,7 +3,7 @@
 Sections 2-5 slot by slot (which slots are live, the shape after an acquire, the pages an
 acquire takes, the reclaim bound) and the prefix-cache keys of section 8 the machine computes
 once for every implementation.  It never calls the spec, so a wrong spec variant cannot bend
-it.  ``verify/machine.py`` re-exports every name.
+it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .trace import GroupGeometry
+from ..trace import GroupGeometry
 
 # --- the oracle: semantics.md sections 2-5, independent of the spec --------------------
 

@@ -1,5 +1,6 @@
 """Semantics section 12 in the differential machine: reset_names, evict_names, detach and
-release_detached (ops of ``verify/trace.py``), their oracle and their Hypothesis rules.
+release_detached (ops of ``verify/trace.py``), their oracle and their Hypothesis rules; a
+plug-in of the lockstep core (``NAMES``, composed in ``verify/machine/lockstep.py``).
 
 The oracle (property ``names``) is written from the semantics alone, on the state before:
 
@@ -15,22 +16,21 @@ The oracle (property ``names``) is written from the semantics alone, on the stat
   reach count 0 join the queue by the retention rule (section 2); a second release is a
   ValueError that changes nothing.
 
-After every step (property ``retention``) every unnamed free page precedes every named one.
+The state invariant of section 2's retention rule (property ``retention``: every unnamed free
+page precedes every named one) is checked after every step, in ``verify/machine/checks.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from .machine_side import Outcome, Side, State, Verdict, call, state_diff
-from .retention import expected_queue
-
-if TYPE_CHECKING:
-    from .machine_step import SideStep
+from ..retention import expected_queue
+from .side import Outcome, Side, Verdict, call, state_diff
+from .step import Extension, SideStep
 
 NAME_OPS = ("reset_names", "evict_names", "detach", "release_detached")
 
@@ -175,32 +175,18 @@ def check_names_op(world: Any, side: Side, op: dict[str, Any], s: SideStep) -> l
     return [Verdict("names", not problems, "; ".join(problems))]
 
 
-def check_retention(s: State) -> Verdict:
-    """Property 9 as a state invariant: no unnamed free page follows a named one.
+def _apply(world: Any, side: Side, op: dict[str, Any], facts: dict[str, Any]) -> Outcome:
+    return apply_names_op(side, op)
 
-    Equivalently the queue's last k pages are its k named free pages (a cost that follows
-    the named pages, not the pool).
-    """
-    if not s.pool.names:
-        return Verdict("retention", True)
-    named = dict(s.pool.names)
-    k = sum(1 for p in named if s.pool.refs[p] == 0)
-    queue = s.pool.queue
-    tail = list(queue[len(queue) - k :]) if k else []
-    for i, p in enumerate(tail):
-        if p not in named:
-            first = next(q for q in tail[:i] if q in named) if i else None
-            if first is None:  # a named free page sits earlier in the queue
-                first = next(q for q in queue if q in named and q not in tail)
-            return Verdict("retention", False, f"unnamed free page {p} follows named page {first}")
-    return Verdict("retention", True)
+
+NAMES = Extension(NAME_OPS, _apply, check_names_op)
 
 
 # --- rules ------------------------------------------------------------------------------------
 
 
 class NameRules:
-    """Mixed into the differential machine (``verify/machine_rules.py``)."""
+    """Mixed into the differential machine (``verify/machine/rules.py``)."""
 
     @precondition(lambda self: self.world is not None and self.world.prefix)
     @rule(data=st.data())

@@ -2,8 +2,7 @@
 
 ``Impl`` and ``implementations`` choose the sides; ``Side`` is one implementation's pool,
 coordinator and tables with the shadow the checks need; ``State`` is what is compared after
-every step, ``Outcome`` what a call returned or raised.  ``verify/machine.py`` re-exports
-every name.
+every step, ``Outcome`` what a call returned or raised.
 """
 
 from __future__ import annotations
@@ -13,9 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .machine_oracle import Shape
-from .pages import COUNTS, QUEUE, Runs, shown
-from .trace import Geometry
+from ..pages import COUNTS, QUEUE, Runs, shown
+from ..trace import Geometry
+from .oracle import Shape
 
 # --- implementations ------------------------------------------------------------------
 
@@ -258,7 +257,7 @@ class Side:
         self.twin_coord = m.Coordinator(specs, self.pool)
         self.owned = [[False for _ in geometry.groups] for _ in range(geometry.num_requests)]
         self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
-        # Read the pool's name counts (set by Lockstep when every side has section 8).
+        # Read the pool's name counts (set by the lockstep core when every side has section 8).
         self.read_names = False
         # created[r][g][s]: the frontier of the acquire that created slot s (CLAIMED: a claim).
         self.created: list[list[list[int]]] = [

@@ -1,7 +1,6 @@
 """Bad calls of the differential machine: each expects one exception type and no change.
 
-The op ``bad`` names an entry of ``BAD_CALLS`` (docs/traces.md); ``verify/machine.py``
-re-exports every name.
+The op ``bad`` names an entry of ``BAD_CALLS`` (docs/traces.md).
 """
 
 from __future__ import annotations
@@ -10,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .machine_side import Side, State
-from .trace import Geometry
+from ..trace import Geometry
+from .side import Side, State
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,21 @@
 """The section-7 property checks of the differential machine, one method per op kind.
 
-``LockstepChecks`` is the half of ``Lockstep`` (``verify/machine.py``) that judges a step:
-the slot-by-slot answer to every query, the agreement of the sides, and each property of
-the module docstring there, against the oracle of ``verify/machine_oracle.py``.
+``LockstepChecks`` is the half of the lockstep core (``verify/machine/core.py``) that judges
+a step: the slot-by-slot answer to every query, the agreement of the sides, and each property
+of the module docstring there, against the oracle of ``verify/machine/oracle.py``; an op of a
+plug-in (``Extension``) is judged by the plug-in's own check.
 """
 
 from __future__ import annotations
 
-from . import events as counters_events
-from .machine_bad_calls import BAD_CALLS
-from .machine_names import NAME_OPS, check_names_op, check_retention
-from .machine_oracle import (
+from collections.abc import Mapping
+
+from .. import events as counters_events
+from ..pages import distinct_outside
+from ..retention import check_release
+from ..trace import Geometry, Op
+from .bad_calls import BAD_CALLS
+from .oracle import (
     GroupRule,
     oracle_after,
     oracle_bound,
@@ -18,23 +23,20 @@ from .machine_oracle import (
     oracle_sequential,
     oracle_take,
 )
-from .machine_plan import PLAN_OPS, check_plan_op
-from .machine_side import CLAIMED, Side, State, Verdict, state_diff
-from .machine_step import Query, SideStep
-from .pages import distinct_outside
-from .retention import check_release
-from .trace import Geometry, Op
+from .side import CLAIMED, Side, State, Verdict, state_diff
+from .step import Extension, Query, SideStep
 
 # Coordinator ops on one request's tables: a ValueError when their extents differ.
 SPLIT_CHECKED = ("acquire", "decode", "admit", "reclaim", "free", "cache", "detach")
 
 
 class LockstepChecks:
-    """The checks of a step; ``Lockstep`` supplies the geometry, rules and naming flag."""
+    """The checks of a step; the core supplies the geometry, rules, naming flag and plug-ins."""
 
     geometry: Geometry
     rules: list[GroupRule]
     named: bool  # a cache op ran: pages may carry names
+    plugged: Mapping[str, Extension]  # op kind -> the plug-in that judges it
 
     def oracle_answer(self, q: Query, s: State) -> int | str | None:
         """The slot-by-slot answer to query `q` on state `s`.
@@ -109,10 +111,8 @@ class LockstepChecks:
             vs.extend(self._check_cache(op, st_))
         elif kind == "claim":
             vs.extend(self._check_claim(op, st_))
-        elif kind in PLAN_OPS:
-            vs.extend(check_plan_op(self, op, st_))
-        elif kind in NAME_OPS:
-            vs.extend(check_names_op(self, side, op, st_))
+        elif kind in self.plugged:
+            vs.extend(self.plugged[kind].check(self, side, op, st_))
         vs.append(self._check_conservation(st_.after))
         vs.append(check_retention(st_.after))
         vs.append(self._check_shape(st_.after))
@@ -488,3 +488,24 @@ class LockstepChecks:
                 problems.append(f"{key} = {out.value}, slot by slot {exp}")
         more = f" (+{len(problems) - 4} more)" if len(problems) > 4 else ""
         return Verdict("closed-form", not problems, "; ".join(problems[:4]) + more)
+
+
+def check_retention(s: State) -> Verdict:
+    """Property 9 as a state invariant: no unnamed free page follows a named one.
+
+    Equivalently the queue's last k pages are its k named free pages (a cost that follows
+    the named pages, not the pool).
+    """
+    if not s.pool.names:
+        return Verdict("retention", True)
+    named = dict(s.pool.names)
+    k = sum(1 for p in named if s.pool.refs[p] == 0)
+    queue = s.pool.queue
+    tail = list(queue[len(queue) - k :]) if k else []
+    for i, p in enumerate(tail):
+        if p not in named:
+            first = next(q for q in tail[:i] if q in named) if i else None
+            if first is None:  # a named free page sits earlier in the queue
+                first = next(q for q in queue if q in named and q not in tail)
+            return Verdict("retention", False, f"unnamed free page {p} follows named page {first}")
+    return Verdict("retention", True)

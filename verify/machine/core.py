@@ -1,15 +1,14 @@
-"""The stateful differential machine: several implementations in lockstep, checked every step.
+"""The lockstep core of the differential machine: implementations in lockstep, checked every step.
 
-Two layers:
-
-* ``Lockstep`` runs one operation (an op dict of ``verify/trace.py``) on every
-  implementation (normally the spec and the native module), compares their full state and
-  every query's answer, and checks the section-7 properties on each side against an
-  *oracle* written here from ``semantics.md`` alone (it never calls the spec, so a wrong
-  spec variant cannot bend it).  Replay (``verify/replay.py``) uses it directly.
-* ``differential_machine`` wraps it in a Hypothesis ``RuleBasedStateMachine`` whose rules
-  are the request life cycle and its abuses; a failing run (after shrinking) becomes a
-  trace through ``TraceSink``.
+``LockstepCore`` runs one operation (an op dict of ``verify/trace.py``) on every
+implementation (normally the spec and the native module), compares their full state and
+every query's answer, and checks the section-7 properties on each side
+(``verify/machine/checks.py``) against an *oracle* written from ``semantics.md`` alone
+(``verify/machine/oracle.py``: it never calls the spec, so a wrong spec variant cannot bend
+it).  Ops of a plug-in (``Extension``: names, plans) are run and judged by the plug-in; the
+core imports none of them: ``verify/machine/lockstep.py`` composes them into ``Lockstep``,
+which replay (``verify/replay.py``) uses directly and ``differential_machine``
+(``verify/machine/rules.py``) wraps in a Hypothesis ``RuleBasedStateMachine``.
 
 Property names (used in traces, replay output and docs/traces.md):
 
@@ -48,106 +47,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import events as counters_events
-from .machine_bad_calls import BAD_CALLS, BadCall
-from .machine_checks import LockstepChecks
-from .machine_names import NAME_OPS, apply_names_op
-from .machine_oracle import (
-    SHARED_PREFIX,
-    GroupRule,
-    Shape,
-    doc_keys,
-    doc_tokens,
-    oracle_after,
-    oracle_bound,
-    oracle_live,
-    oracle_sequential,
-    oracle_slid_out,
-    oracle_take,
-)
-from .machine_plan import PLAN_OPS, apply_plan_op
-from .machine_rules import (
-    GROUP_KINDS,
-    PAGE_SIZES,
-    Recorder,
-    TraceSink,
-    differential_machine,
-    geometries,
-)
-from .machine_side import (
-    CLAIMED,
-    Impl,
-    NativeUnavailable,
-    Outcome,
-    PoolState,
-    Side,
-    State,
-    TableState,
-    Verdict,
-    call,
-    implementations,
-    native_available,
-    native_impl,
-    read_table,
-    spec_impl,
-)
-from .machine_step import Query, SideStep, StepFailure, StepReport, describe_op
-from .trace import Geometry, Op, make_trace, trace_geometry
-
-__all__ = [
-    "BAD_CALLS",
-    "CLAIMED",
-    "GROUP_KINDS",
-    "INT32_MAX",
-    "PAGE_SIZES",
-    "SHARED_PREFIX",
-    "BadCall",
-    "GroupRule",
-    "Impl",
-    "Lockstep",
-    "NativeUnavailable",
-    "Outcome",
-    "PoolState",
-    "Query",
-    "Recorder",
-    "Shape",
-    "Side",
-    "SideStep",
-    "State",
-    "StepFailure",
-    "StepReport",
-    "TableState",
-    "TraceSink",
-    "Verdict",
-    "call",
-    "describe_op",
-    "differential_machine",
-    "doc_keys",
-    "doc_tokens",
-    "geometries",
-    "implementations",
-    "native_available",
-    "native_impl",
-    "oracle_after",
-    "oracle_bound",
-    "oracle_live",
-    "oracle_sequential",
-    "oracle_slid_out",
-    "oracle_take",
-    "read_table",
-    "run_trace",
-    "spec_impl",
-]
+from .. import events as counters_events
+from ..trace import Geometry, Op
+from .bad_calls import BAD_CALLS
+from .checks import LockstepChecks
+from .oracle import SHARED_PREFIX, GroupRule, Shape, doc_keys, doc_tokens, oracle_sequential
+from .side import Impl, Outcome, Side, State, call
+from .step import Extension, Query, SideStep, StepReport, recorded_trace
 
 INT32_MAX = 2**31 - 1
 
 
-class Lockstep(LockstepChecks):
-    """Every implementation advanced by the same ops; `run` checks one step."""
+class LockstepCore(LockstepChecks):
+    """Every implementation advanced by the same ops; `run` checks one step.
+
+    The core runs the ops of ``verify/trace.py`` that are not a plug-in's; a subclass lists
+    its plug-ins in ``extensions`` (``verify/machine/lockstep.py``: names and plans).
+    """
+
+    extensions: tuple[Extension, ...] = ()
 
     def __init__(self, geometry: Geometry, impls: Sequence[Impl]) -> None:
         if not impls:
             raise ValueError("need at least one implementation")
+        self.plugged = {kind: ext for ext in self.extensions for kind in ext.ops}
         self.geometry = geometry
         self.rules = [GroupRule.of(g, geometry.lcm) for g in geometry.groups]
         self.sides = [Side(i, geometry) for i in impls]
@@ -257,10 +180,9 @@ class Lockstep(LockstepChecks):
             if bad is None:
                 return Outcome(error="UnknownBadCall", message=op["call"])
             return call(bad.run, side, r, op["group"])
-        if kind in PLAN_OPS:
-            return apply_plan_op(self, side, op, facts)  # type: ignore[no-any-return]
-        if kind in NAME_OPS:
-            return apply_names_op(side, op)
+        plug = self.plugged.get(kind)
+        if plug is not None:
+            return plug.apply(self, side, op, facts)
         return Outcome(error="UnknownOp", message=str(kind))
 
     def _admit(
@@ -391,51 +313,5 @@ class Lockstep(LockstepChecks):
         self, origin: str, variant: str | None = None, title: str | None = None
     ) -> dict[str, Any]:
         """The ops run so far as a trace (observed = the first failing step, if any)."""
-        observed: dict[str, Any] | None = None
-        rep = self.failure
-        if rep is not None:
-            observed = {
-                "step": rep.index,
-                "properties": rep.failed_properties(),
-                "failures": rep.failures,
-                "outcomes": {s.label: str(s.outcome) for s in rep.sides},
-                "implementations": [s.label for s in rep.sides],
-            }
-            if title is None:
-                props = ", ".join(rep.failed_properties())
-                title = f"{props} at step {rep.index}: {describe_op(rep.op)}"
-        ops = self.ops if rep is None else self.ops[: rep.index + 1]
-        return make_trace(
-            [g.to_dict() for g in self.geometry.groups],
-            self.geometry.num_blocks,
-            self.geometry.num_requests,
-            ops,
-            title=title or "recorded run",
-            origin=origin,
-            variant=variant,
-            observed=observed,
-        )
+        return recorded_trace(self.geometry, self.ops, self.failure, origin, variant, title)
 
-
-def run_trace(
-    trace: dict[str, Any], impls: Sequence[Impl], *, stop_at_failure: bool = True
-) -> tuple[Any, list[Any]]:
-    """Run a (validated) trace's ops in lockstep; stops after the first failing step.
-
-    A host-tier trace (geometry ``host_blocks``) runs on ``machine_host.HostWorld``, any
-    other on ``Lockstep``; both worlds and reports answer ``failure``, ``to_trace``,
-    ``ok``, ``index`` and ``failed_properties()`` alike.
-    """
-    geometry = trace_geometry(trace)
-    if geometry.host_blocks is not None:
-        from .machine_host import run_host_trace
-
-        return run_host_trace(trace, impls, stop_at_failure=stop_at_failure)
-    world = Lockstep(geometry, impls)
-    reports = []
-    for op in trace["ops"]:
-        rep = world.run(op)
-        reports.append(rep)
-        if not rep.ok and stop_at_failure:
-            break
-    return world, reports

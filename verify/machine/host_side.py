@@ -2,8 +2,7 @@
 
 ``HostSide`` is one implementation's device pool, host pool, coordinator and tables with
 the offload and load plans in flight; ``HostSideStep`` and ``HostStepReport`` are what
-``HostWorld`` (``verify/machine_host.py``, which re-exports every name here) records of a
-step.
+``HostWorld`` (``verify/machine/host.py``) records of a step.
 """
 
 from __future__ import annotations
@@ -12,10 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .machine import Impl, Verdict, describe_op
-from .machine_side import read_pool
-from .machine_step import Verdicts
-from .trace import Geometry, Op
+from ..trace import Geometry, Op
+from .side import Impl, Verdict, read_pool
+from .step import Verdicts, describe_op
 
 Content = tuple[Any, ...]
 

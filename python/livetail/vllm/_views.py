@@ -1,0 +1,174 @@
+"""The parts of vLLM's block pool, KV-cache coordinator and single-type managers that vLLM's
+scheduler and tests reach through ``KVCacheManager``, as views of livetail's state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vllm.distributed.kv_events import KVCacheEvent
+from vllm.v1.core.kv_cache_utils import KVCacheBlock
+from vllm.v1.kv_cache_interface import KVCacheSpec
+
+import livetail
+
+from ._groups import unsupported
+
+if TYPE_CHECKING:
+    from ._manager import KVCacheManager
+
+
+class _Detached(KVCacheBlock):
+    """A block handed out by ``pop_blocks_for_free``: carries its request's detached handle."""
+
+    def __init__(self, block_id: int, handle: Any) -> None:
+        super().__init__(block_id)
+        self.handle = handle  # the Coordinator's DetachedTables
+
+
+class _View:
+    """Base of the views: an attribute vLLM's object has and the view lacks is refused."""
+
+    _what = "object"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(
+            f"vLLM's {self._what}.{name} (manager internals, read by connectors such as the "
+            "auxiliary-output connector)"
+        )
+
+
+class _FreeQueueView:
+    def __init__(self, pool: livetail.BlockPool) -> None:
+        self._pool = pool
+
+    @property
+    def num_free_blocks(self) -> int:
+        return int(self._pool.num_free)
+
+
+class _BlockPoolView(_View):
+    """The part of vLLM's ``BlockPool`` its scheduler and tests reach through."""
+
+    _what = "BlockPool"
+
+    def __init__(self, manager: KVCacheManager) -> None:
+        self._m = manager
+        self.num_gpu_blocks = manager.pool.num_blocks
+        self.enable_caching = manager.enable_caching
+        self.enable_kv_cache_events = manager.enable_kv_cache_events
+        self.null_block = manager._blocks[0]
+        self.free_block_queue = _FreeQueueView(manager.pool)
+
+    def get_num_free_blocks(self) -> int:
+        return int(self._m.pool.num_free)
+
+    def get_usage(self) -> float:
+        return self._m.usage
+
+    @property
+    def blocks(self) -> list[KVCacheBlock]:
+        """vLLM's block objects, reference counts read from the pool now."""
+        counts = self._m.pool.ref_counts()
+        blocks = self._m._blocks
+        for p in range(1, len(blocks)):
+            blocks[p].ref_cnt = int(counts[p])
+        return blocks
+
+    def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
+        """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
+        handles: list[Any] = []
+        for block in ordered_blocks:
+            if block.is_null:
+                continue
+            if not isinstance(block, _Detached):
+                raise unsupported("freeing blocks it did not detach (copy-on-write retention)")
+            if not block.handle.released and block.handle not in handles:
+                handles.append(block.handle)
+        for handle in handles:
+            self._m._release_detached(handle)
+
+    def evict_blocks(self, block_ids: set[int]) -> None:
+        self._m.evict_blocks(block_ids)
+
+    def take_events(self) -> list[KVCacheEvent]:
+        return self._m.take_events()
+
+
+class _GroupView(_View):
+    """One group as vLLM's single-type manager looks from the scheduler and tests."""
+
+    _what = "SingleTypeKVCacheManager"
+
+    retains_longer_hit = False
+
+    def __init__(self, manager: KVCacheManager, group_id: int, spec: KVCacheSpec) -> None:
+        self._m = manager
+        self.kv_cache_group_id = group_id
+        self.kv_cache_spec = spec
+        self.block_size = spec.block_size
+        self.records_new_block_ids = manager._zeroing
+        self.new_block_ids: list[int] = manager._new_block_ids
+
+    @property
+    def req_to_blocks(self) -> dict[str, list[KVCacheBlock]]:
+        g = self.kv_cache_group_id
+        return {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
+
+    @property
+    def num_cached_block(self) -> dict[str, int]:
+        g = self.kv_cache_group_id
+        return {rid: r.cached_blocks[g] for rid, r in self._m._reqs.items()}
+
+    def take_new_block_ids(self) -> list[int]:
+        return []  # the manager drains its one list (take_new_block_ids)
+
+    def take_pending_cow_copies(self) -> list[tuple[KVCacheBlock, KVCacheBlock]]:
+        return []
+
+    def take_pending_boundary_state_offloads(self) -> list[Any]:
+        return []
+
+    def finalize_partial_tail_offload(self, *args: object) -> None:
+        return None
+
+
+class _CoordinatorView(_View):
+    """The part of vLLM's KV-cache coordinator its scheduler reaches through."""
+
+    _what = "KVCacheCoordinator"
+
+    enable_partial_hash_hits = False
+    eagle_group_ids: tuple[int, ...] = ()
+    num_reprefillable_tokens = 0
+
+    def __init__(self, manager: KVCacheManager, groups: list[_GroupView]) -> None:
+        self._m = manager
+        self.single_type_managers = groups
+        full = [g for g, s in enumerate(manager.specs) if s.kind == "full"]
+        self.full_attention_group_id = full[0] if full else None
+        self.block_pool = manager.block_pool
+        self.livetail = manager.livetail_coordinator
+
+    def get_num_blocks_to_allocate(
+        self,
+        request_id: str,
+        num_tokens: int,
+        new_computed_blocks: Sequence[Sequence[KVCacheBlock]],
+        num_encoder_tokens: int,
+        total_computed_tokens: int,
+        num_local_computed_tokens: int,
+        num_tokens_main_model: int,
+        apply_admission_cap: bool = False,
+        prefill_end: int | None = None,
+    ) -> int:
+        if num_encoder_tokens:
+            raise unsupported("encoder tokens (cross attention)")
+        if any(len(b) for b in new_computed_blocks):
+            raise unsupported("charging a prefix hit outside allocate_slots")
+        return self._m._charge(self._m._tables_of(request_id), None, num_tokens)
+
+    def new_step_starts(self) -> None:
+        return None
