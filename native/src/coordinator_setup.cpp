@@ -1,0 +1,83 @@
+// GroupSpec and the Coordinator's construction: the specs' checks, the base and lcm page
+// sizes, one manager per group. The operations are in coordinator.cpp (device, prefix
+// caching), plan.cpp (step planning) and host.cpp (host tier).
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "livetail/coordinator.h"
+
+namespace livetail {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& what) {
+  throw std::invalid_argument(name + " " + what);
+}
+
+// Coordinator ids, so that a PrefixMatch knows its coordinator (0 = none).
+std::atomic<uint64_t> next_coordinator{1};
+
+}  // namespace
+
+GroupSpec::GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window,
+                     bool live_tail_alloc)
+    : kind(kind),
+      block_size(block_size),
+      sliding_window(sliding_window),
+      live_tail_alloc(live_tail_alloc) {
+  check();
+}
+
+void GroupSpec::check() const {
+  if (block_size < 1 || block_size > geometry::INT32_MAX_TOKENS)
+    fail("block_size", "must be in [1, 2**31 - 1], got " + std::to_string(block_size));
+  if (kind == GroupKind::sliding && !sliding_window)
+    fail("sliding_window", "is required for a sliding group");
+  if (kind != GroupKind::sliding && sliding_window)
+    fail("sliding_window", std::string("is only taken by sliding groups, not ") + kind_name(kind));
+  if (sliding_window && (*sliding_window < 1 || *sliding_window > geometry::INT32_MAX_TOKENS))
+    fail("sliding_window", "must be in [1, 2**31 - 1], got " + std::to_string(*sliding_window));
+  if (kind != GroupKind::sliding && live_tail_alloc)
+    fail("live_tail_alloc", std::string("is only taken by sliding groups, not ") + kind_name(kind));
+}
+
+Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host)
+    : specs_(std::move(specs)),
+      pool_(&pool),
+      host_(host),
+      id_(next_coordinator.fetch_add(1, std::memory_order_relaxed)) {
+  if (specs_.empty()) fail("specs", "must name at least one group");
+  // Sums over groups of per-group counts (each <= 2**31 - 1) then fit int64.
+  if (specs_.size() > static_cast<size_t>(geometry::INT32_MAX_TOKENS))
+    fail("specs", "must name at most 2**31 - 1 groups");
+  base_ = specs_[0].block_size;
+  lcm_ = specs_[0].block_size;
+  for (const GroupSpec& s : specs_) {
+    s.check();  // the fields are public: check them again
+    base_ = std::gcd(base_, s.block_size);
+    lcm_ = std::lcm(lcm_, s.block_size);  // both <= 2**31 - 1, so no int64 overflow
+    if (lcm_ > geometry::INT32_MAX_TOKENS)
+      fail("specs", "have page sizes whose lcm exceeds 2**31 - 1");
+  }
+  pinned_.assign(specs_.size(), 0);
+  managers_.reserve(specs_.size());
+  for (const GroupSpec& s : specs_) {
+    switch (s.kind) {
+      case GroupKind::full:
+        managers_.push_back(FullAttentionManager(s.block_size));
+        break;
+      case GroupKind::sliding:
+        // Live-tail groups align to the lcm so every group can resume at the same boundaries.
+        managers_.push_back(
+            SlidingWindowManager(s.block_size, *s.sliding_window, s.live_tail_alloc ? lcm_ : 0));
+        break;
+      case GroupKind::state:
+        managers_.push_back(StateManager(s.block_size));
+        break;
+    }
+  }
+}
+
+}  // namespace livetail
