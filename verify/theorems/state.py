@@ -90,8 +90,10 @@ def acquire_places_holes(p: Prover) -> None:
     "reclaim-exact-with-shared-pages",
     """Executes the run-level reclaim (spec/runs.py reclaim, whose band, floor update and
     reclaimable test, runs.reclaim_band, runs.floor_after and runs.counts_as_reclaimable, the
-    model's reclaim_expired and blocks_reclaimable_at call; the model's own slot loop is not
-    executed here, it is checked against the run description at run time) at any frontier f
+    model's reclaim_expired and blocks_reclaimable_at call; its slot rules, which the model
+    writes and counts by, are executed by reclaim-slots-follow-runs and
+    reclaimable-counts-what-reclaim-frees, which tie them to this run description) at any
+    frontier f
     up to the extent on a symbolic table of two runs (symbolic slot counts, frontiers, tail
     room and floor) whose first run's pages are shared with other holders (reference count
     c >= 2) and second run's are not, for a state group, a sliding group with A = 0 and a
