@@ -6,7 +6,8 @@ import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 
 from ..z3arith import Z3
-from ._common import (
+from .prover.prover import Prover
+from .prover.symbols import (
     acquire_shape,
     every_kind,
     indicator,
@@ -15,8 +16,7 @@ from ._common import (
     shape,
     slot_by_slot_count,
 )
-from ._prover import Prover
-from ._registry import theorem
+from .prover.theorem import theorem
 
 
 @theorem(

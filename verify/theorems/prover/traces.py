@@ -14,7 +14,7 @@ from typing import Any
 
 from livetail import spec
 
-from ..trace import make_trace
+from ...trace import make_trace
 
 ORIGIN = "z3"
 
@@ -178,7 +178,7 @@ KIND_OF_LABEL = (
     ("[state", "state"),
     ("[sliding", "sliding"),
 )
-"""A step's group kind, from the label its name starts with (``_common.Geometry.label``)."""
+"""A step's group kind, from the label its name starts with (``symbols.Geometry.label``)."""
 
 ALIASES = {
     "slots": r"slots|take_s_\w+|ch_s_\w+",
@@ -240,7 +240,7 @@ def transition_trace(
 def _transition_trace(
     step: str, values: Mapping[str, Any], theorem: str, variant: str | None, kind: str | None
 ) -> dict[str, Any] | None:
-    from ..machine import implementations, run_trace
+    from ...machine import implementations, run_trace
 
     v = _normalised(step, values, kind)
     if v is None or v["B"] < 1 or v["W"] < 1 or v["m"] < 1:
