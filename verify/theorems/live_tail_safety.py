@@ -1,7 +1,9 @@
 """Section 7, property 4: live-tail safety and minimality.
 
 ``acquire-places-holes-outside-every-window`` executes ``runs.acquire`` on symbolic states
-and reads which slots it made holes; the others are over the closed form ``live``.
+and reads which slots it made holes; the others are over the closed form ``live``, and
+``full-allocation-when-resume-covers-alignment`` is the degenerate case (live tail changes
+nothing when the resume pages cover the alignment).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
 from .prover.states import group
-from .prover.symbols import ints, live_tail
+from .prover.symbols import ints, live_tail, shape
 from .prover.theorem import theorem
 from .prover.traces import groups_for, ops_trace, transition_traces
 
@@ -195,4 +197,26 @@ def live_tail_minimal(p: Prover) -> None:
         z3.Implies(geo.live(s, f, g.W, g.B, g.A, Z3), z3.Or(in_window, resume)),
         [*g.hyps, s >= 0, f >= 0],
         show={"b": b, "R": R},
+    )
+
+
+@theorem(
+    "full-allocation-when-resume-covers-alignment",
+    """Live tail degenerates to full allocation when the resume pages cover the alignment:
+    if R = ceil((W-1)/B) >= m = A/B then live(s, f) holds for every slot s >= 0 and frontier
+    f, and blocks_needed_for equals the number of new slots, as with A = 0. Unbounded.""",
+    """Turning live tail on can never make a group allocate differently from classic
+    allocation when the window spans a whole alignment block; it only ever removes pages.""",
+    rlimit=2_000_000,
+)
+def full_allocation(p: Prover) -> None:
+    g = live_tail()
+    s, f, slots, tail, n = ints("s f slots tail n")
+    cover = g.R() >= g.m
+    p.prove("R >= m => live(s, f)", geo.live(s, f, g.W, g.B, g.A, Z3), [*g.hyps, cover, s >= 0])
+    hyps = [*g.hyps, cover, *shape(slots, tail, g.B), n >= 0]
+    p.prove(
+        "R >= m => blocks_needed = new slots",
+        geo.blocks_needed(slots, tail, n, g.W, g.B, g.A, Z3) == geo.new_slots(tail, g.B, n, Z3),
+        hyps,
     )

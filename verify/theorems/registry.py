@@ -26,7 +26,6 @@ from .arithmetic import (
 )
 from .closed_forms import (
     blocks_needed_equals_acquire,
-    full_allocation,
     live_count_closed_form,
     resume_count_closed_form,
 )
@@ -36,6 +35,7 @@ from .host_offload import offload_is_reachable_set, offload_preserves_hits
 from .hot_paths import native_hot_paths
 from .live_tail_safety import (
     acquire_places_holes,
+    full_allocation,
     hole_never_read,
     live_tail_minimal,
     resume_pages_kept,
