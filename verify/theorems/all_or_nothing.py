@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import z3  # type: ignore[import-untyped]
-from livetail import spec
 from livetail.spec import geometry as geo
 from livetail.spec import runs
 
@@ -32,7 +31,7 @@ from .prover.states import (
 )
 from .prover.symbols import Geometry, every_kind, ints, shape
 from .prover.theorem import theorem
-from .prover.traces import ops_trace, transition_traces
+from .prover.traces import ops_trace, spec_coordinator, transition_traces
 from .worlds.managers import MAX_B, Group, Snapshot, every_group, fork, prepared_manager
 
 
@@ -334,23 +333,13 @@ COORDINATORS: list[list[dict[str, Any]]] = [
 ]
 
 
-def _coordinator(groups: Sequence[dict[str, Any]], num_blocks: int) -> Any:
-    specs = [
-        spec.GroupSpec(
-            g["kind"], g["block_size"], g.get("sliding_window"), g.get("live_tail_alloc", False)
-        )
-        for g in groups
-    ]
-    return spec.Coordinator(specs, spec.BlockPool(num_blocks))
-
-
 def _coordinator_search() -> tuple[int, Values | None]:
     cases = 0
     for index, groups in enumerate(COORDINATORS):
-        lcm = _coordinator(groups, 2).lcm_block_size
+        lcm = spec_coordinator(groups, 2).lcm_block_size
         for prior in range(0, lcm + 2):
             for n in range(0, 2 * lcm + 3):
-                probe = _coordinator(groups, 1 << 12)
+                probe = spec_coordinator(groups, 1 << 12)
                 tables = probe.new_tables()
                 probe.acquire(tables, prior)
                 taken = probe.pool.num_pinned
@@ -372,7 +361,7 @@ def _coordinator_search() -> tuple[int, Values | None]:
 def _coordinator_case(
     groups: Sequence[dict[str, Any]], prior: int, n: int, nb: int, need: int
 ) -> str:
-    coord = _coordinator(groups, nb)
+    coord = spec_coordinator(groups, nb)
     tables = coord.new_tables()
     if not coord.acquire(tables, prior):
         return "prior acquire failed"

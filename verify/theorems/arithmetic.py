@@ -1,16 +1,11 @@
 """Section 7.7: no overflow in the native arithmetic inside the limits the module enforces.
 
-``native/include/livetail/geometry.h`` mirrors ``spec/geometry.py`` expression for
-expression with ``int64_t`` intermediates.  Each public entry point's expression tree is
-evaluated on ``Tracked`` numbers (``verify/z3arith.py``): every ``+ - * div mod`` result is
-an obligation "fits the machine integer" guarded by its branch condition, plus "divisor >= 1"
-and "dividend >= 0" for every division (where C++'s ``/``, ``%`` and the shift/mask fast
-path for powers of two agree with floor division).  Obligations are proved in Int-range form
-(unbounded Ints with explicit bounds), which Z3 decides; a signed 64-bit bit-vector mirror
-(``bvsdiv``, ``SRem``) is run as a counterexample search alongside.
-
-The obligations and their proofs are ``prover/obligations.py``; this module holds the
-theorems, and ``sequential-fits-checks-agree`` (spec and native reject the same queries).
+The range theorems: every public entry point of ``geometry.h`` (the mirror of
+``spec/geometry.py``, ``int64_t`` intermediates) evaluated on tracked numbers, each
+operation an obligation proved in Int-range form (``prover/obligations.py`` explains the
+obligations and builds them), with a 64-bit bit-vector mirror searching for a wrap
+alongside; the textbook round-up's int32 overflow as a witness; and
+``sequential-fits-checks-agree`` (spec and native reject the same sequential queries).
 """
 
 from __future__ import annotations
