@@ -16,7 +16,9 @@ import pytest
 from livetail.spec import geometry as geo
 from livetail.spec import runs
 from livetail.verify.theorems import THEOREMS, run_theorem
-from livetail.verify.theorems._prover import Prover, StepFailed, rlimit_count, uninterpreted
+from livetail.verify.theorems.prover.prover import Prover, StepFailed
+from livetail.verify.theorems.prover.query import rlimit_count
+from livetail.verify.theorems.prover.terms import uninterpreted
 
 LIVE = "[live-tail sliding (A = m*B)]"
 

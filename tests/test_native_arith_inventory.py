@@ -1,6 +1,6 @@
 """The inventory of native hot-path arithmetic stays honest.
 
-``native-hot-paths-fit-int64`` proves the sites listed in ``verify/theorems/_sites*.py``;
+``native-hot-paths-fit-int64`` proves the sites listed in ``verify/theorems/sites/``;
 these tests fail when the source and that list drift apart: a site whose text is no longer
 in its function, an arithmetic operator in a hot-path function that no site covers (and
 that is not inside a geometry.h call), a geometry.h call without a spec/geometry.py twin,
@@ -234,7 +234,7 @@ def test_routed_call_is_verbatim_in_its_function(call: str, where: str) -> None:
 
 def test_every_geometry_call_on_a_hot_path_is_evaluated_by_a_range_theorem() -> None:
     called = set().union(*(_geometry_calls(body(f, fn)) for f, fn in HOT_FUNCTIONS))
-    arith_source = (Path(hot_paths.__file__).parent / "arith.py").read_text()
+    arith_source = (Path(hot_paths.__file__).parent / "prover" / "obligations.py").read_text()
     closed = {c.removeprefix("geometry::") for c, _ in hot_paths.CLOSED_FORMS}
     routed = {re.match(r"geometry::(\w+)", c).group(1) for c, _ in hot_paths.ROUTED}  # type: ignore[union-attr]
     routed |= {"period", "kept_per_period"}  # the loop's period and kept count

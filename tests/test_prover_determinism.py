@@ -15,7 +15,8 @@ import pytest
 z3 = pytest.importorskip("z3")
 
 from livetail.verify.theorems import run_theorem  # noqa: E402
-from livetail.verify.theorems._prover import Prover, Query, rlimit_count  # noqa: E402
+from livetail.verify.theorems.prover.prover import Prover  # noqa: E402
+from livetail.verify.theorems.prover.query import Query, rlimit_count  # noqa: E402
 
 NAME = "shift-invariance-by-alignment"
 
@@ -81,7 +82,7 @@ del keep[::2]
 
 SIMPLIFY = """
 import z3
-from livetail.verify.theorems._prover import simplified
+from livetail.verify.theorems.prover.terms import simplified
 u, v, w = z3.Ints("u v w")
 f = z3.Implies(z3.And(w <= v, u + v == 0), z3.And(u + 31 * w == 0, v - w >= 2, u * 2 <= w))
 g = z3.Implies(z3.And(v - w >= 2, w <= v), z3.Or(u + 31 * w == 0, u * 2 <= w, u + v == 0))

@@ -11,18 +11,19 @@ import pytest
 
 z3 = pytest.importorskip("z3")
 
-from livetail.verify.theorems import _prover  # noqa: E402
-from livetail.verify.theorems._prover import Prover, Query, StepFailed  # noqa: E402
-from livetail.verify.theorems._sites import Site  # noqa: E402
-from livetail.verify.theorems.arith import I64, _bare, check_obligations  # noqa: E402
 from livetail.verify.theorems.hot_paths import prove_site  # noqa: E402
+from livetail.verify.theorems.prover import query  # noqa: E402
+from livetail.verify.theorems.prover.obligations import I64, bare, check_obligations  # noqa: E402
+from livetail.verify.theorems.prover.prover import Prover, StepFailed  # noqa: E402
+from livetail.verify.theorems.prover.query import Query  # noqa: E402
+from livetail.verify.theorems.sites.managers import Site  # noqa: E402
 from livetail.verify.z3arith import RangeArith, Tracker  # noqa: E402
 
 
 def _units(q: Query) -> int:
-    before = _prover.rlimit_count()
+    before = query.rlimit_count()
     q.check()
-    return _prover.rlimit_count() - before
+    return query.rlimit_count() - before
 
 
 def test_core_first_decides_a_linear_query_within_its_units() -> None:
@@ -59,14 +60,14 @@ def _two_sums(hi_b: int) -> tuple[Prover, Tracker, list[object]]:
 
 def test_batched_obligations_prove_when_every_one_fits() -> None:
     p, tr, hyps = _two_sums(0)
-    check_obligations(p, _bare(hyps), tr.obligations, "int64")
+    check_obligations(p, bare(hyps), tr.obligations, "int64")
     assert p.steps == []  # nothing failed, no per-obligation step was needed
 
 
 def test_batched_obligations_name_the_one_that_does_not_fit_with_its_value() -> None:
     p, tr, hyps = _two_sums(1)
     with pytest.raises(StepFailed) as e:
-        check_obligations(p, _bare(hyps), tr.obligations, "int64")
+        check_obligations(p, bare(hyps), tr.obligations, "int64")
     assert e.value.verdict == "counterexample"
     assert e.value.step == "int64 [ceil_div] two sums: range of '+' #1"
     assert e.value.values["value"] == I64 + 1

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import z3  # type: ignore[import-untyped]
 from livetail.verify.theorems import THEOREMS, run_theorem
-from livetail.verify.theorems._prover import Prover, StepFailed
-from livetail.verify.theorems._small import to_bv
+from livetail.verify.theorems.prover.prover import Prover, StepFailed
+from livetail.verify.theorems.prover.small import to_bv
 from livetail.verify.variants import VARIANTS
 
 MODEL_LOOPS = {

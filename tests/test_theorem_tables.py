@@ -1,28 +1,32 @@
 """The theorem tables of README.md and docs/theorems.md say what the registry says.
 
-Each row's domain (unbounded / bounded / witness), its "executes" mark (which spec/runs.py
-transitions the theorem runs on symbolic state, and whether the model's own classes call
-them) and its section-7 property are read back from the docs and compared with the
-registry, so a doc row cannot claim more than the theorem does.  The kill table's claimed
+The tables that are registry data (the README's theorem table, the per-property table, the
+hot-path inventory, the kill table's variant legend, the theorem list) are generated
+(``livetail theorems --docs DIR``, ``verify/theorems/tables.py``) and must equal what the
+registry generates now.  Each row's domain (unbounded / bounded / witness), its "executes"
+mark (which spec/runs.py transitions the theorem runs on symbolic state, and whether the
+model's own classes call them) and its section-7 property are checked against what the
+theorems and the spec do.  The kill table's cells are measured, not generated; its claimed
 cells are the registry's claimed kills.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
+from livetail.verify.cli import main
 from livetail.verify.theorems import (
     MODEL_CALLS,
     NO_THEOREM,
-    PROPERTY,
     SECTION7,
     THEOREMS,
     domain,
-    executed,
     properties,
 )
+from livetail.verify.theorems.tables import DOC_BLOCKS, readme_table, refresh, stale_docs
 from livetail.verify.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,35 +51,75 @@ def _short(name: str) -> str:
     return domain(THEOREMS[name]).split(" (")[0]
 
 
-def test_readme_rows_state_each_theorems_domain_executes_mark_and_property() -> None:
-    rows = {r[0].strip("`"): r for r in _rows(README) if r[0].startswith("`")}
-    assert set(rows) >= set(THEOREMS)
-    for name in THEOREMS:
-        _, dom, executes, establishes, _ = rows[name]
-        assert dom == _short(name), name
-        assert executes == executed(THEOREMS[name]), name
-        assert establishes == PROPERTY[name], name
+def test_generated_tables_of_the_docs_are_the_registrys() -> None:
+    assert stale_docs(ROOT) == [], "stale: run `livetail theorems --docs .` and commit"
 
 
-def test_docs_property_table_rows_match_the_registry() -> None:
-    table = _between(DOCS, "<!-- properties:start -->", "<!-- properties:end -->")
-    rows = _rows(table)[1:]  # the header row first
-    seen: dict[int, list[str]] = {k: [] for k in SECTION7}
-    for prop, name, dom, executes in rows:
-        k = int(prop.split(".")[0])
-        assert prop == f"{k}. {SECTION7[k]}"
-        if name == "-":
-            assert dom == NO_THEOREM[k] and executes == "-", prop
-            continue
-        name = name.strip("`")
-        assert k in properties(THEOREMS[name]), (prop, name)
-        assert dom == _short(name), name
-        assert executes == executed(THEOREMS[name]), name
-        seen[k].append(name)
+def test_refresh_rewrites_only_between_the_markers() -> None:
+    text = "intro\n<!-- theorem-table:start -->\n| old | row |\n<!-- theorem-table:end -->\nend\n"
+    out = refresh(text, DOC_BLOCKS["README.md"])
+    assert out == (
+        "intro\n<!-- theorem-table:start -->\n\n"
+        + readme_table()
+        + "\n\n<!-- theorem-table:end -->\nend\n"
+    )
+    assert refresh(out, DOC_BLOCKS["README.md"]) == out
+    with pytest.raises(ValueError, match="theorem-table:start"):
+        refresh("no markers", DOC_BLOCKS["README.md"])
+
+
+def test_livetail_theorems_docs_checks_and_rewrites_a_stale_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for rel in DOC_BLOCKS:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    doc = tmp_path / "docs" / "theorems.md"
+    name = next(iter(THEOREMS))
+    row = f"| 2. closed forms = slot-by-slot | `{name}` | unbounded |"
+    text = doc.read_text()
+    assert row in text
+    doc.write_text(text.replace(row, f"| 2. closed forms = slot-by-slot | `{name}` | bounded |"))
+    assert main(["theorems", "--docs", str(tmp_path), "--check"]) == 1
+    assert capsys.readouterr().out == f"stale: {doc}\n"
+    assert row not in doc.read_text()  # --check changes nothing
+    assert main(["theorems", "--docs", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"rewrote: {doc}\n"
+    assert doc.read_text() == text
+    assert main(["theorems", "--docs", str(tmp_path), "--check"]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_every_property_has_a_theorem_or_says_what_checks_it() -> None:
     for k in SECTION7:
-        want = [n for n, th in THEOREMS.items() if k in properties(th)]
-        assert seen[k] == want, k
-        assert bool(want) != (k in NO_THEOREM), k
+        proving = [n for n, th in THEOREMS.items() if k in properties(th)]
+        assert bool(proving) != (k in NO_THEOREM), k
+    assert all(set(properties(th)) <= set(SECTION7) for th in THEOREMS.values())
+
+
+# The module each section-7 property's theorems live in (docs/theorems.md, "Where things are").
+MODULES = {
+    1: {"all_or_nothing"},
+    2: {"closed_forms"},
+    3: {"sequential_charge"},
+    4: {"live_tail_safety"},
+    5: {"reclaim"},
+    6: {"conservation"},
+    7: {"arithmetic", "hot_paths"},
+    8: {"prefix", "naming"},
+    9: {"retention"},
+    10: {"plans"},
+    11: {"host_offload", "host_loads"},
+    12: {"events"},
+}
+
+
+def test_each_theorem_lives_in_the_module_of_the_property_it_establishes() -> None:
+    for name, th in THEOREMS.items():
+        module = th.check.__module__.removeprefix("livetail.verify.theorems.")
+        first = properties(th)[:1]
+        assert module in (MODULES[first[0]] if first else {"shift"}), (name, module)
+    assert all(f"`{m}.py`" in DOCS for ms in MODULES.values() for m in ms)
 
 
 def test_unbounded_means_no_bounds_and_witness_means_expected_witness() -> None:

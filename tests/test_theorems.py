@@ -19,7 +19,7 @@ import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 from livetail.verify import runner
 from livetail.verify.theorems import THEOREMS, markdown, run_theorem
-from livetail.verify.theorems._prover import Prover, StepFailed
+from livetail.verify.theorems.prover.prover import Prover, StepFailed
 from livetail.verify.trace import write_trace
 from livetail.verify.variants import HOST_VARIANTS, VARIANTS
 from livetail.verify.z3arith import BVArith, RangeArith, Tracked, Tracker

@@ -1,6 +1,7 @@
-"""The host-tier theorems (``verify/theorems/host.py``): each proves on the spec and meets the
-cases it is about, and each rejects the wrong host variants it claims (``verify/variants.py``
-``HOST_VARIANTS``) and broken specs patched in here, so none passes vacuously.
+"""The host-tier theorems (``verify/theorems/host_offload.py``, ``host_loads.py``): each
+proves on the spec and meets the cases it is about, and each rejects the wrong host variants
+it claims (``verify/variants.py`` ``HOST_VARIANTS``) and broken specs patched in
+here, so none passes vacuously.
 
 They run in this process with ``--quick``'s bounds, the way ``livetail verify --quick`` runs
 each of them in a child; the full bounds run in ``livetail verify`` and ``livetail rlimits``.
@@ -15,8 +16,8 @@ from livetail.spec.coordinator import Coordinator
 from livetail.spec.managers import _Manager
 from livetail.spec.prefix import PrefixMatch
 from livetail.verify.theorems import PROPERTY, THEOREMS, run_theorem
-from livetail.verify.theorems import host as h
-from livetail.verify.theorems.prefix import full, sliding, state
+from livetail.verify.theorems.worlds import host as h
+from livetail.verify.theorems.worlds.prefix import full, sliding, state
 from livetail.verify.variants import HOST_VARIANTS
 
 NAMES = [

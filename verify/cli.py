@@ -471,9 +471,28 @@ def theorems_main(argv: Sequence[str]) -> int:
         prog="livetail theorems", description="List the theorems livetail verify proves."
     )
     p.add_argument("--markdown", action="store_true", help="print docs/theorems.md's list")
+    p.add_argument(
+        "--docs",
+        metavar="DIR",
+        type=Path,
+        help="rewrite the tables of DIR/README.md and DIR/docs/theorems.md generated from "
+        "the registry (between their <!-- NAME:start --> and <!-- NAME:end --> markers)",
+    )
+    p.add_argument(
+        "--check", action="store_true", help="with --docs: change nothing, exit 1 if stale"
+    )
     args = p.parse_args(list(argv))
     from .theorems import THEOREMS, markdown
 
+    if args.check and args.docs is None:
+        p.error("--check needs --docs DIR")
+    if args.docs is not None:
+        from .theorems.tables import stale_docs, write_docs
+
+        changed = stale_docs(args.docs) if args.check else write_docs(args.docs)
+        for rel in changed:
+            print(f"{'stale' if args.check else 'rewrote'}: {args.docs / rel}")
+        return EXIT_FAILED if args.check and changed else EXIT_OK
     if args.markdown:
         sys.stdout.write(markdown())
         return EXIT_OK
@@ -488,7 +507,7 @@ USAGE = """usage: livetail {verify,replay,theorems,rlimits} ...
 
   livetail verify   prove the theorems, run the differential campaign, write a report
   livetail replay   re-run a trace on the spec and the native module, step by step
-  livetail theorems list the theorems (--markdown for docs/theorems.md)
+  livetail theorems list the theorems (--docs DIR: rewrite the docs' generated tables)
   livetail rlimits  measure each theorem's Z3 resource use under several seeds, suggest budgets
 
 The subcommands need the verify extra: pip install 'livetail[verify]'

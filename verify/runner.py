@@ -6,7 +6,7 @@ platform has it, each process is forked from a server that has imported z3 and t
 and done nothing else (``multiprocessing``'s forkserver), so every theorem starts from the
 same state without paying an interpreter start and the imports again (about 0.15 s of CPU a
 theorem); elsewhere each is a new interpreter.  Its proofs are
-budgeted in Z3 resource units (``rlimit``, see ``theorems/_prover.py``), which do not
+budgeted in Z3 resource units (``rlimit``, see ``theorems/prover/query.py``), which do not
 depend on the machine's load.  Verdicts: ``proved``, ``witness``, ``counterexample``,
 ``unknown`` (Z3 gave up, the rlimit budget included), and ``error``: no verdict because the
 environment failed, i.e. the process was killed by the wall-clock guard or died without a

@@ -375,7 +375,7 @@ def applied(name: str) -> Iterator[Variant]:
 
 # --- host tier (semantics section 10) ----------------------------------------------------
 # Caught by the host machine's data oracle (verify/machine/host.py, tests/test_host_machine.py)
-# and rejected by the host-tier theorems that name them in `kills` (verify/theorems/host.py;
+# and rejected by the host-tier theorems that name them in `kills` (verify/theorems/host_*.py;
 # `applied` takes either table). They stay out of VARIANTS: `livetail verify --mutants` runs
 # every theorem against every entry of VARIANTS, and the trace format has no host operations
 # for `livetail replay --variant`; tests/test_theorems.py checks each claimed kill.

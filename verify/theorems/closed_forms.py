@@ -6,7 +6,8 @@ import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 
 from ..z3arith import Z3
-from ._common import (
+from .prover.prover import Prover
+from .prover.symbols import (
     acquire_shape,
     every_kind,
     indicator,
@@ -15,8 +16,7 @@ from ._common import (
     shape,
     slot_by_slot_count,
 )
-from ._prover import Prover
-from ._registry import theorem
+from .prover.theorem import theorem
 
 
 @theorem(
@@ -121,25 +121,3 @@ def blocks_needed_equals_acquire(p: Prover) -> None:
             hyps,
             show={"needed": needed, "acquire_takes": walk},
         )
-
-
-@theorem(
-    "full-allocation-when-resume-covers-alignment",
-    """Live tail degenerates to full allocation when the resume pages cover the alignment:
-    if R = ceil((W-1)/B) >= m = A/B then live(s, f) holds for every slot s >= 0 and frontier
-    f, and blocks_needed_for equals the number of new slots, as with A = 0. Unbounded.""",
-    """Turning live tail on can never make a group allocate differently from classic
-    allocation when the window spans a whole alignment block; it only ever removes pages.""",
-    rlimit=2_000_000,
-)
-def full_allocation(p: Prover) -> None:
-    g = live_tail()
-    s, f, slots, tail, n = ints("s f slots tail n")
-    cover = g.R() >= g.m
-    p.prove("R >= m => live(s, f)", geo.live(s, f, g.W, g.B, g.A, Z3), [*g.hyps, cover, s >= 0])
-    hyps = [*g.hyps, cover, *shape(slots, tail, g.B), n >= 0]
-    p.prove(
-        "R >= m => blocks_needed = new slots",
-        geo.blocks_needed(slots, tail, n, g.W, g.B, g.A, Z3) == geo.new_slots(tail, g.B, n, Z3),
-        hyps,
-    )

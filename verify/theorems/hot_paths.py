@@ -9,7 +9,7 @@ Two kinds of coverage (``docs/theorems.md`` lists every site):
   evaluated here on tracked numbers under the checks the native code runs first, exactly
   as ``native-arithmetic-fits-int64`` does for the closed forms;
 - **sites**: counters, scans, sums over groups and the prefix arithmetic, each a C++
-  expression copied verbatim into ``_sites.py`` or ``_sites_coordinator.py`` (a test
+  expression copied verbatim into ``sites/managers.py`` or ``sites/coordinator.py`` (a test
   keeps the copies equal to the source), evaluated on tracked numbers under the loop
   condition and invariant that hold where it runs.
 """
@@ -25,13 +25,16 @@ import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 
 from ..z3arith import Z3, RangeArith, Tracked, Tracker
-from . import _sites, _sites_coordinator
-from ._prover import CORE_FIRST, Prover, Step, StepFailed, model_values
-from ._registry import theorem
-from ._sites import CONSTANTS, Site
-from .arith import I32, check_obligations, inputs, plain
+from .prover.obligations import I32, check_obligations, inputs, plain
+from .prover.prover import Prover, Step, StepFailed
+from .prover.query import CORE_FIRST
+from .prover.terms import model_values
+from .prover.theorem import theorem
+from .sites import coordinator as coordinator_sites
+from .sites import managers as manager_sites
+from .sites.managers import CONSTANTS, Site
 
-SITES: list[Site] = [*_sites.SITES, *_sites_coordinator.SITES]
+SITES: list[Site] = [*manager_sites.SITES, *coordinator_sites.SITES]
 
 WIDTHS = {
     "int64": (-(2**63), 2**63 - 1),
@@ -297,7 +300,7 @@ ROUTED = [
 ]
 
 
-# The closed forms the hot paths call, evaluated by native-arithmetic-fits-int64 (arith.py).
+# The closed forms the hot paths call, evaluated by native-arithmetic-fits-int64 (arithmetic.py).
 CLOSED_FORMS = [
     ("geometry::fits_int32", "managers.h check_fits"),
     ("geometry::extent", "managers.h check_frontier; table.h extent; coordinator.cpp"),

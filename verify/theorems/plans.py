@@ -1,7 +1,7 @@
-"""Retention (section 7 item 9) and step plans (item 10): bounded, exhaustive over the spec.
+"""Section 7, property 10 (step plans): bounded, exhaustive over the spec.
 
-Both are procedural (a queue, reference counts, a greedy scan), so they run the spec's own
-classes over every configuration inside the stated bounds, as ``bounded.py`` does.
+Planning a step is procedural (a greedy scan), so the theorem runs the spec's own classes
+over every configuration inside the stated bounds.
 """
 
 from __future__ import annotations
@@ -10,97 +10,18 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+import z3  # type: ignore[import-untyped]
 from livetail import spec
+from livetail.spec import geometry as geo
+from livetail.spec import runs
 
-from ._prefix_world import _clone
-from ._prover import Prover, Values
-from ._registry import theorem
-
-# --- item 9: retention --------------------------------------------------------------------
-
-POOL_PAGES = 5  # non-null pages
-MAX_OPS = 5
-
-
-def _retention_ops(held: list[int], unnamed_held: list[int]) -> Iterator[tuple[str, Any]]:
-    for k in (1, 2, 3):
-        yield ("alloc", k)
-    for p in held:
-        yield ("free", (p,))
-    if len(held) > 1:
-        yield ("free", tuple(held))
-    for p in unnamed_held:
-        yield ("name", p)
-
-
-def _retention_search() -> tuple[int, Values | None]:
-    cases = 0
-    key = 0
-
-    def walk(pool: Any, held: list[int], order: list[int], ops: list[Any]) -> Values | None:
-        # order: named free pages in the order they entered the queue (the model).
-        nonlocal cases, key
-        if len(ops) == MAX_OPS:
-            return None
-        unnamed_held = [p for p in held if not pool._is_cached(p)]
-        for op in _retention_ops(held, unnamed_held):
-            p2, h2, o2 = _clone(pool), list(held), list(order)
-            kind, arg = op
-            if kind == "alloc":
-                queue = p2.free_queue()
-                unnamed_free = sum(1 for q in queue if not p2._is_cached(q))
-                named_before = {q for q in queue if p2._is_cached(q)}
-                got = p2._allocate(arg)
-                if got is None:
-                    continue
-                cases += 1
-                dropped = [q for q in got if q in named_before]
-                expected = o2[: max(0, arg - unnamed_free)]
-                if sorted(dropped) != sorted(expected) or any(p2._is_cached(q) for q in got):
-                    return {
-                        "ops": repr([*ops, op]),
-                        "dropped": repr(dropped),
-                        "expected": repr(expected),
-                        "unnamed_free": unnamed_free,
-                    }
-                o2 = o2[len(expected) :]
-                h2 = h2 + got
-            elif kind == "free":
-                p2._release(list(arg))
-                for q in reversed(arg):
-                    if p2._is_cached(q):
-                        o2.append(q)
-                h2 = [q for q in h2 if q not in arg]
-            else:
-                key += 1
-                p2._set_name(arg, (0, key.to_bytes(32, "little")))
-            bad = walk(p2, h2, o2, [*ops, op])
-            if bad is not None:
-                return bad
-        return None
-
-    bad = walk(spec.BlockPool(POOL_PAGES + 1), [], [], [])
-    return cases, bad
-
-
-@theorem(
-    "retention-bounded",
-    f"""Bounded, exhaustive over the spec's BlockPool: every sequence of up to {MAX_OPS}
-    operations on a pool of {POOL_PAGES} pages, each an allocation of 1, 2 or 3 pages, a
-    release of one held page or of every held page as one batch, or naming a held unnamed
-    page. Every successful allocation of k pages drops exactly the names of the
-    max(0, k - u) oldest named free pages (u = unnamed free pages before it; oldest = the
-    earliest to have re-entered the queue) and no other name.""",
-    """An allocation evicts a prefix-cache name only when no unnamed page is free, and then
-    the oldest first: sliding-window churn reuses its own pages instead of flushing cached
-    prefixes.""",
-    bounded=True,
-    cost=3,
-    rlimit=2_000_000,
-)
-def retention_bounded(p: Prover) -> None:
-    p.exhaust(f"every op sequence of length <= {MAX_OPS}, pool of {POOL_PAGES}", _retention_search)
-
+from ..z3arith import Z3
+from .prover.prover import Prover
+from .prover.query import Values
+from .prover.states import ARITH, count_lemmas, general, group, shape_facts, table, take_lemma
+from .prover.symbols import Geometry, every_kind, ints
+from .prover.theorem import theorem
+from .worlds.prefix import _clone
 
 # --- item 10: step plans --------------------------------------------------------------------
 
@@ -229,3 +150,109 @@ def _plan_search() -> tuple[int, Values | None]:
 )
 def step_plan_bounded(p: Prover) -> None:
     p.exhaust("every layout, pool, request count, history and ask", _plan_search)
+
+
+@theorem(
+    "step-plan-apply-never-fails",
+    """Executes the spec's step plan (spec/runs.py plan_stepped over plan_fits, the rule the
+    model's plan_step decides by) for two requests in priority order, each a symbolic table
+    of one run (symbolic sizes, frontier, floor and tail room) with a symbolic token count,
+    its pages held alone or shared with holders outside the plan (reference count c >= 1),
+    symbolic free pages F, for a full group and a live-tail sliding group (B, W, m unbounded;
+    a state group and a sliding group with A = 0 allocate exactly as a full group does, and a
+    plan never reclaims): then applies it as
+    apply_step does, runs.free_table on the preempted requests and runs.acquire on the
+    stepped ones in priority order. Every stepped acquire succeeds; the free pages after
+    are F + released - taken, the plan's free_after; the stepped prefix is the longest that
+    fits (stepping one more would not fit with the rest preempted); and the top request is
+    stepped whenever it fits with the other preempted. Unbounded in sizes and counts, for
+    two requests that share no page with each other (pages shared between requests of one
+    plan: step-plan-bounded and the differential campaign); for every live_count,
+    ceil_div, extent, slid_out, tail_after and new_slots function (the facts the steps use
+    are proved lemmas).""",
+    """A step an engine plans never fails half-way, preempts no more than it must, and never
+    starves the request at the head of its queue.""",
+    kills=("plan-fits-strict",),
+    cost=4,
+    rlimit=8_800_000,
+    executes=("plan_stepped", "free_table", "acquire"),
+)
+def step_plan(p: Prover) -> None:
+    # A state group and a sliding group with A = 0 allocate as a full group does (every new
+    # slot real) and a plan never reclaims: full and live tail are the two acquires there are.
+    kinds = every_kind()
+    for g in (kinds[0], kinds[3]):
+        gr = group(g)
+        cf = count_lemmas(p, g)
+        ext0, _ = shape_facts(p, g)
+        take = take_lemma(p, g, cf, ext0)
+
+        def setup(g: Geometry = g, gr: runs.Group = gr, take: Any = take) -> tuple[Any, ...]:
+            F = z3.Int("F")
+            tabs, hyps, ns, cs = [], [*g.hyps, F >= 0], [], []
+            for i in range(2):
+                t, th = table(g, f"_{i}", 1)
+                n, c = ints(f"n_{i} c_{i}")
+                tabs.append(t)
+                ns.append(n)
+                cs.append(c)
+                hyps += [*th, n >= 0, c >= 1]
+            needs = [
+                geo.blocks_needed(t.slots, t.tail, n, g.W, g.B, g.A, Z3) for t, n in zip(tabs, ns)
+            ]
+            rel = [runs.free_table(0, t, gr, (c,), Z3).released for t, c in zip(tabs, cs)]
+
+            def released_from(k: int) -> Any:
+                return sum(rel[k:], z3.IntVal(0))
+
+            k = runs.plan_stepped(needs, F, released_from, Z3)
+            # apply_step: free the preempted (lowest priority first), then acquire in order.
+            back = z3.If(k == 0, released_from(0), z3.If(k == 1, released_from(1), 0))
+            a0 = runs.acquire(F + back, tabs[0], ns[0], gr, Z3)
+            a1 = runs.acquire(z3.If(k >= 1, a0.free, F + back), tabs[1], ns[1], gr, Z3)
+            hyps += take(tabs[0].slots, tabs[0].tail, ns[0], F + back)
+            hyps += take(tabs[1].slots, tabs[1].tail, ns[1], z3.If(k >= 1, a0.free, F + back))
+            hyps += [r >= 0 for r in rel]
+            return F, needs, released_from, k, back, a0, a1, hyps
+
+        def applies(setup: Any = setup) -> tuple[Any, Any]:
+            F, needs, released_from, k, back, a0, a1, hyps = setup()
+            after = z3.If(k == 2, a1.free, z3.If(k == 1, a0.free, F + back))
+            taken = z3.If(k == 2, needs[0] + needs[1], z3.If(k == 1, needs[0], 0))
+            claim = z3.And(
+                z3.Implies(k >= 1, a0.ok),
+                z3.Implies(k >= 2, a1.ok),
+                after == F + back - taken,
+            )
+            return claim, hyps
+
+        def longest(setup: Any = setup) -> tuple[Any, Any]:
+            F, needs, released_from, k, back, a0, a1, hyps = setup()
+            one_more = z3.And(
+                z3.Implies(k == 0, needs[0] > F + released_from(1)),
+                z3.Implies(k == 1, needs[0] + needs[1] > F),
+            )
+            top = z3.Implies(needs[0] <= F + released_from(1), k >= 1)
+            return z3.And(one_more, top, k >= 0, k <= 2), hyps
+
+        label = f"[{g.label}]"
+        if g.kind == "full":
+            free0, need, rel_from, stepped, *_, facts = setup()
+            p.exhibit(
+                f"{label} a plan that steps the top request and preempts the other exists",
+                [*facts, stepped == 1, rel_from(1) >= 1, need[0] > free0],
+            )
+        general(
+            p,
+            g,
+            f"{label} every stepped acquire succeeds; free after = free_after",
+            applies,
+            over=ARITH,
+        )
+        general(
+            p,
+            g,
+            f"{label} the stepped prefix is the longest; the top request progresses",
+            longest,
+            over=ARITH,
+        )

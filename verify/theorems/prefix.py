@@ -2,7 +2,7 @@
 
 Names, lookups, matches and claims are procedural (a map of names, a FIFO queue, a search
 over boundaries), so these theorems run the spec's own classes (``livetail.spec``) over
-every configuration inside stated bounds, as ``bounded.py`` does, and check each property
+every configuration inside stated bounds, as the bounded theorems do, and check each property
 on every one.  The geometry they rest on is proved unbounded elsewhere and cited, not
 re-proved: ``live-tail-resume-pages-kept`` (no resume page of an aligned boundary is ever a
 hole), ``reclaim-releases-only-expired`` (a reclaimed slot is a full page at the reclaim
@@ -19,8 +19,8 @@ boundary replays the situation without turning red by itself (its ``observed`` r
 what was wrong).
 
 The layouts, bounds and the runs themselves (``World``, ``points``, ``walk``) are in
-``_prefix_world.py``, shared with ``host.py``; this module holds the five theorems and
-re-exports every public name of that one.
+``worlds/prefix.py``, shared with the host-tier theorems; this module holds the five
+theorems.
 """
 
 from __future__ import annotations
@@ -28,23 +28,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._prefix_world import (
+from .prover.prover import Prover
+from .prover.query import Values
+from .prover.theorem import theorem
+from .worlds.prefix import (
     CHARGE_EXTRA,
     CHARGE_FIRST,
     CHARGE_LAYOUTS,
-    COVERAGE,
-    DOC,
     HIT_EXHAUSTIVE,
     HIT_LAYOUTS,
     HIT_MAX_N,
     LAYOUTS,
-    SHARED_PREFIX,
     WALK_EXHAUSTIVE,
     WALK_MAX_N,
-    Check,
-    G,
     Layout,
-    Name,
     Op,
     Prefixes,
     World,
@@ -54,64 +51,12 @@ from ._prefix_world import (
     base_of,
     chunkings,
     claim_op,
-    describe,
-    doc_keys,
-    doc_tokens,
-    full,
     lcm_of,
     pages_ever,
-    points,
     prompt_lengths,
-    sliding,
-    state,
     supports,
     walk,
 )
-from ._prover import Prover, Values
-from ._registry import theorem
-
-__all__ = [
-    "CHARGE_EXTRA",
-    "CHARGE_FIRST",
-    "CHARGE_LAYOUTS",
-    "COVERAGE",
-    "Check",
-    "DOC",
-    "G",
-    "HIT_EXHAUSTIVE",
-    "HIT_LAYOUTS",
-    "HIT_MAX_N",
-    "LAYOUTS",
-    "Layout",
-    "Name",
-    "Op",
-    "Prefixes",
-    "SHARED_PREFIX",
-    "WALK_EXHAUSTIVE",
-    "WALK_MAX_N",
-    "World",
-    "base_of",
-    "chunkings",
-    "claim_op",
-    "claim_takes_consumed",
-    "describe",
-    "doc_keys",
-    "doc_tokens",
-    "full",
-    "hit_admission_exact",
-    "lcm_of",
-    "live_tail_never_costs_a_hit",
-    "match_greatest_boundary",
-    "match_is_read_only",
-    "pages_ever",
-    "points",
-    "prompt_lengths",
-    "property8",
-    "sliding",
-    "state",
-    "supports",
-    "walk",
-]
 
 # --- 1. a match changes nothing --------------------------------------------------------------
 

@@ -1,11 +1,11 @@
 """Sites of the coordinator's hot paths: sums over groups, decode_step, prefix arithmetic.
 
-The same form as ``_sites.py`` (which explains it); ``hot_paths.SITES`` joins both lists.
+The same form as ``managers.py`` (which explains it); ``hot_paths.SITES`` joins both lists.
 """
 
 from __future__ import annotations
 
-from ._sites import COORD, COUNTER, COUNTER_WHY, SUM, SUM_WHY, VERSION_WHY, Site, _s
+from .managers import COORD, COUNTER, COUNTER_WHY, SUM, SUM_WHY, VERSION_WHY, Site, _s
 
 SITES: list[Site] = [
     # --- coordinator sums over groups -----------------------------------------------------

@@ -3,8 +3,8 @@
 A ``World`` is a run of the spec's own classes (``livetail.spec``) recorded as trace ops;
 ``points`` yields every state of a prompt computed chunk by chunk (then evictions, frees,
 duplicates, sharing) and ``walk`` calls a check in each, over every configuration inside
-the bounds below.  The theorems are in ``prefix.py`` (which re-exports every name here)
-and ``host.py``.
+the bounds below.  The theorems are in ``verify/theorems/prefix.py`` and, through
+``worlds/host.py``, ``host_offload.py`` and ``host_loads.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Any
 
 from livetail import spec
 
-from ._prover import Prover, Values
-from ._registry import TraceBuilder
-from ._traces import ops_trace
+from ..prover.prover import Prover
+from ..prover.query import Values
+from ..prover.theorem import TraceBuilder
+from ..prover.traces import ops_trace
 
 Op = dict[str, Any]
 Name = tuple[int, bytes]

@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._prover import DEFAULT_RLIMIT, Prover, Values
+from .prover import Prover
+from .query import DEFAULT_RLIMIT, Values
 
 EXPECTED = ("proved", "witness")
 VERDICTS = ("proved", "witness", "counterexample", "unknown", "error")

@@ -14,7 +14,7 @@ from typing import Any
 
 from livetail import spec
 
-from ..trace import make_trace
+from ...trace import make_trace
 
 ORIGIN = "z3"
 
@@ -39,7 +39,8 @@ def groups_for(values: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"kind": str(kind), "block_size": B}]
 
 
-def _coordinator(groups: Sequence[Mapping[str, Any]], num_blocks: int) -> Any:
+def spec_coordinator(groups: Sequence[Mapping[str, Any]], num_blocks: int) -> Any:
+    """A spec coordinator of ``groups`` (the trace format's group dicts), ``num_blocks`` pages."""
     specs = [
         spec.GroupSpec(
             g["kind"], g["block_size"], g.get("sliding_window"), g.get("live_tail_alloc", False)
@@ -80,7 +81,7 @@ def charge_trace(
     prefix = slots * B - tail
     groups = groups_for(values)
     big = 1 + 4 * len(groups) * (slots + first + extra + 4)  # more than any take here
-    coord = _coordinator(groups, big)
+    coord = spec_coordinator(groups, big)
     tables = coord.new_tables()
     ops: list[dict[str, Any]] = []
     if prefix > 0:
@@ -117,7 +118,7 @@ def shift_trace(
     B, W, m = int(values["B"]), int(values["W"]), int(values["m"])
     slots, k = int(values["slots"]), int(values["k"])
     groups = live_groups(B, W, m)
-    coord = _coordinator(groups, 1 + 4 * len(groups) * (slots + k + 4))
+    coord = spec_coordinator(groups, 1 + 4 * len(groups) * (slots + k + 4))
     fresh, shifted = coord.new_tables(), coord.new_tables()
     fresh_need = coord.managers[0].blocks_needed_for(fresh[0], k)
     coord.acquire(shifted, slots * B)
@@ -178,7 +179,7 @@ KIND_OF_LABEL = (
     ("[state", "state"),
     ("[sliding", "sliding"),
 )
-"""A step's group kind, from the label its name starts with (``_common.Geometry.label``)."""
+"""A step's group kind, from the label its name starts with (``symbols.Geometry.label``)."""
 
 ALIASES = {
     "slots": r"slots|take_s_\w+|ch_s_\w+",
@@ -240,7 +241,7 @@ def transition_trace(
 def _transition_trace(
     step: str, values: Mapping[str, Any], theorem: str, variant: str | None, kind: str | None
 ) -> dict[str, Any] | None:
-    from ..machine import implementations, run_trace
+    from ...machine import implementations, run_trace
 
     v = _normalised(step, values, kind)
     if v is None or v["B"] < 1 or v["W"] < 1 or v["m"] < 1:
@@ -267,7 +268,7 @@ def _transition_trace(
         return None
     pinned = 0
     if prefix > 0:
-        coord = _coordinator(groups, 1 + 4 * (slots + 4))
+        coord = spec_coordinator(groups, 1 + 4 * (slots + 4))
         tables = coord.new_tables()
         coord.managers[0].acquire(coord.pool, tables[0], prefix)
         pinned = coord.pool.num_pinned

@@ -13,8 +13,8 @@ from typing import Any
 import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
 
-from ..z3arith import Z3
-from ._prover import Prover
+from ...z3arith import Z3
+from .prover import Prover
 
 Term = Any
 
@@ -264,3 +264,15 @@ def ceil_lemma(p: Prover, g: Geometry) -> Any:
         )
 
     return p.lemma(f"[{g.label}] lemma: slots after acquire(n) = ceil((extent + n) / B)", build, 4)
+
+
+def charge_setup(g: Geometry) -> tuple[list[Term], Term, Term, Term, Term]:
+    """The symbols of a charge query (a table shape, first and extra) and their hypotheses."""
+    slots, tail, first, extra = ints("slots tail first extra")
+    return (
+        [*g.hyps, *shape(slots, tail, g.B), first >= 0, extra >= 0],
+        slots,
+        tail,
+        first,
+        extra,
+    )

@@ -1,4 +1,10 @@
-"""Section 7.4 (live-tail safety and minimality) and the geometric half of 7.5 (reclaim)."""
+"""Section 7, property 4: live-tail safety and minimality.
+
+``acquire-places-holes-outside-every-window`` executes ``runs.acquire`` on symbolic states
+and reads which slots it made holes; the others are over the closed form ``live``, and
+``full-allocation-when-resume-covers-alignment`` is the degenerate case (live tail changes
+nothing when the resume pages cover the alignment).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,80 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
+from livetail.spec import runs
 
 from ..z3arith import Z3
-from ._common import ints, live_tail, shape
-from ._prover import Prover, Values
-from ._registry import theorem
-from ._traces import groups_for, ops_trace
+from .prover.prover import Prover
+from .prover.query import Values
+from .prover.states import group
+from .prover.symbols import ints, live_tail, shape
+from .prover.theorem import theorem
+from .prover.traces import groups_for, ops_trace, transition_traces
+
+
+@theorem(
+    "acquire-places-holes-outside-every-window",
+    """Executes the spec's acquire (spec/runs.py) of n tokens on a symbolic table shape
+    (B, W, m unbounded, A = m*B, any slot count, tail room and count n, enough free pages)
+    and reads which of the new run's slots it made real (runs.run_real, the placement the
+    concrete acquire fills its slots by); E = extent + n is the extent it leaves. First it
+    exhibits a hole (the statement is not vacuous); then every hole of the run is outside the window
+    of every later query t >= E ((s+1)*B <= t - W + 1) and is no resume page of any
+    A-aligned boundary b (not b - R <= s < b); every slot of the run the next query reads
+    ((s+1)*B > E - W + 1) is real; and every real slot of the run is either read by that
+    query or one of the R resume pages of the aligned boundary (s div m + 1)*m at or below E
+    (minimality). Unbounded.""",
+    """A kernel never reads a hole, a request can always resume from an lcm boundary, and
+    live tail pins nothing else: the acquire that placed the pages put every hole where no
+    query will look and every real page where one will.""",
+    kills=("real-pages-packed-first", "slid-out-off-by-one", "acquire-frontier-minus-one"),
+    cost=3,
+    rlimit=42_000_000,
+    executes=("acquire", "run_real"),
+    trace=transition_traces("acquire-places-holes-outside-every-window", "live"),
+)
+def acquire_places_holes(p: Prover) -> None:
+    g = live_tail()
+    gr = group(g)
+    slots, tail, n, s, t, b, F = ints("slots tail n s t b F")
+    state = runs.TableState(slots, tail, 0, ())
+    run = runs.acquire(F, state, n, gr, Z3).run
+    # The extent the acquire leaves (acquire-all-or-nothing proves the executed acquire
+    # leaves exactly this): the frontier of the next query.
+    E = geo.extent(slots, tail, g.B) + n
+    hyps = [*g.hyps, slots >= 0, tail >= 0, tail <= g.B - 1, n >= 0]
+    inside = [run.first <= s, s < run.end]
+    real = runs.run_real(run, s, gr, Z3)
+    hole = z3.Not(real)
+    show = {"first": run.first, "count": run.count, "frontier": run.frontier, "E": E}
+    p.exhibit("a hole exists", [*hyps, *inside, hole], show=show)
+    hyps = [*hyps, *inside]
+    p.prove(
+        "a hole is outside the window of every query t >= the run's frontier",
+        z3.Implies(z3.And(hole, t >= run.frontier), (s + 1) * g.B <= t - g.W + 1),
+        hyps,
+        show=show,
+    )
+    p.prove(
+        "a hole is no resume page of any aligned boundary",
+        z3.Implies(z3.And(hole, b % g.m == 0, b >= 1), z3.Not(z3.And(b - g.R() <= s, s < b))),
+        hyps,
+        show=show,
+    )
+    p.prove(
+        "every slot of the run the next query reads is real",
+        z3.Implies((s + 1) * g.B > E - g.W + 1, real),
+        hyps,
+        show=show,
+    )
+    boundary = (s / g.m + 1) * g.m
+    resume = z3.And(boundary - g.R() <= s, boundary * g.B <= E)
+    p.prove(
+        "every real slot is read by the next query or a resume page of a boundary <= E",
+        z3.Implies(real, z3.Or((s + 1) * g.B > E - g.W + 1, resume)),
+        hyps,
+        show=show,
+    )
 
 
 def _hole_traces(
@@ -127,35 +201,22 @@ def live_tail_minimal(p: Prover) -> None:
 
 
 @theorem(
-    "reclaim-releases-only-expired",
-    """For every group (B, W >= 1), table shape and frontier f <= extent, the reclaim bound
-    b = min(slid_out(f), slots) lies in [0, slots], every slot below it has every token
-    outside the window of every query t >= f, and the bound never decreases as the frontier
-    and the table grow. A state group (W = 2) reclaimed at its extent keeps at most its last
-    page. Unbounded.""",
-    """reclaim_expired only gives back pages no later query reads, and its scan (which
-    starts at the floor) never has to revisit a slot.""",
+    "full-allocation-when-resume-covers-alignment",
+    """Live tail degenerates to full allocation when the resume pages cover the alignment:
+    if R = ceil((W-1)/B) >= m = A/B then live(s, f) holds for every slot s >= 0 and frontier
+    f, and blocks_needed_for equals the number of new slots, as with A = 0. Unbounded.""",
+    """Turning live tail on can never make a group allocate differently from classic
+    allocation when the window spans a whole alignment block; it only ever removes pages.""",
     rlimit=2_000_000,
 )
-def reclaim_releases_only_expired(p: Prover) -> None:
-    B, W, slots, tail, f, t, s = ints("B W slots tail f t s")
-    hyps = [B >= 1, W >= 1, *shape(slots, tail, B), f >= 0, f <= geo.extent(slots, tail, B)]
-    b = geo.reclaim_bound(f, slots, W, B, Z3)
-    p.prove("0 <= b <= slots", z3.And(b >= 0, b <= slots), hyps)
+def full_allocation(p: Prover) -> None:
+    g = live_tail()
+    s, f, slots, tail, n = ints("s f slots tail n")
+    cover = g.R() >= g.m
+    p.prove("R >= m => live(s, f)", geo.live(s, f, g.W, g.B, g.A, Z3), [*g.hyps, cover, s >= 0])
+    hyps = [*g.hyps, cover, *shape(slots, tail, g.B), n >= 0]
     p.prove(
-        "s < b => slot s is outside the window of every query t >= f",
-        z3.Implies(z3.And(s >= 0, s < b, t >= f), (s + 1) * B <= t - W + 1),
+        "R >= m => blocks_needed = new slots",
+        geo.blocks_needed(slots, tail, n, g.W, g.B, g.A, Z3) == geo.new_slots(tail, g.B, n, Z3),
         hyps,
-    )
-    f2, slots2 = ints("f2 slots2")
-    p.prove(
-        "f <= f2 and slots <= slots2 => b(f) <= b(f2)",
-        b <= geo.reclaim_bound(f2, slots2, W, B, Z3),
-        [*hyps, f <= f2, slots <= slots2],
-    )
-    state = geo.reclaim_bound(geo.extent(slots, tail, B), slots, 2, B, Z3)
-    p.prove(
-        "state group (W = 2) reclaimed at its extent keeps at most the last page",
-        slots - state <= 1,
-        [B >= 1, *shape(slots, tail, B)],
     )
