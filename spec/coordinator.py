@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from . import batch as _batch
 from . import geometry as geo
-from . import runs
+from . import runs, slots
 from ._args import bounded, count, instance
 from .detach import DetachedTables
 from .detach import detach as _detach
@@ -313,18 +313,17 @@ class Coordinator:
             B = m.block_size
             k = B // self._base
             covered = min(n // B, len(ks) // k)
-            if m.kind == "state":
-                # Only the slot ending exactly at num_tokens holds a usable state snapshot, and
-                # only a slot at or past the cursor is offered a name: below it lie the slots a
-                # claim brought in, whose loads may still be pending (complete_load names them).
-                j = n // B - 1
-                slots = [j] if n % B == 0 and t.named_upto <= j < covered else []
-            else:
-                slots = list(range(t.named_upto, covered))
-            t.named_upto = max(t.named_upto, covered)
-            for j in slots:
+            # The slots past the cursor that spec/slots.py's rule offers a name: for a state
+            # group only the slot ending at num_tokens (below the cursor lie the slots a claim
+            # brought in, whose loads may still be pending: complete_load names them).
+            upto, state = t.named_upto, m.kind == "state"
+            offered = [
+                j for j in range(upto, covered) if slots.offered(j, n, B, upto, covered, state)
+            ]
+            t.named_upto = max(upto, covered)
+            for j in offered:
                 page = t.slots[j]
-                if page != 0 and not self._pool._is_cached(page):
+                if slots.takes_name(page, self._pool._is_cached(page)):
                     key = ks[(j + 1) * k - 1]
                     slot_tokens = None if toks is None else tuple(toks[j * B : (j + 1) * B])
                     new = self._pool._set_name(page, (g, key), slot_tokens)
@@ -427,7 +426,7 @@ class Coordinator:
         mt = self._check_match(match)
         distinct = {p for pages in mt._pages for p in pages if p != 0}
         loads = sum(1 for hps in mt._host_pages for hp in hps if hp != 0)
-        return sum(1 for p in distinct if self._pool.ref_count(p) == 0) + loads
+        return sum(1 for p in distinct if slots.claim_takes(self._pool.ref_count(p))) + loads
 
     def claim(self, tables: Sequence[BlockTable], match: PrefixMatch) -> LoadPlan | None:
         """Share the matched pages into fresh tables (one reference per slot).
@@ -457,14 +456,22 @@ class Coordinator:
         for g in range(self.num_groups):
             for page in mt._pages[g]:
                 if page != 0:
-                    self._pinned[g] += self._pool.ref_count(page) == 0
+                    self._pinned[g] += bool(slots.claim_takes(self._pool.ref_count(page)))
                     self._pool._take_shared(page)
         # The matched pages are out of the queue now, so this allocation cannot evict them.
         fresh = self._pool._allocate(len(loads))
         assert fresh is not None, "the claim's free pages were checked"
-        slots = [list(p) for p in mt._pages]
-        for (g, j), dp in zip(loads, fresh):
-            self._place_load(slots, g, j, dp)
+        # Each claimed slot holds its matched device page, else the page loaded for it
+        # (spec/slots.py claim_cell): a loaded page lands in the host-served slot itself.
+        fresh_of = dict(zip(loads, fresh))
+        table_slots = [
+            [
+                int(slots.claim_cell(page, hp, fresh_of.get((g, j), 0)))
+                for j, (page, hp) in enumerate(zip(mt._pages[g], mt._host_pages[g]))
+            ]
+            for g in range(self.num_groups)
+        ]
+        for g, _ in loads:
             self._pinned[g] += 1
         plan: LoadPlan | None = None
         if loads:
@@ -488,7 +495,7 @@ class Coordinator:
             )
         for g, (m, t) in enumerate(zip(self._managers, ts)):
             b = len(mt._pages[g])
-            t.slots = slots[g]
+            t.slots = table_slots[g]
             t.load = plan
             t.tail_available = 0
             # The holes below the claimed resume pages are never rescanned.
@@ -500,10 +507,6 @@ class Coordinator:
             m._check_runs(t, 0, b)
         self._own(ts)
         return plan
-
-    def _place_load(self, slots: list[list[int]], g: int, j: int, page: int) -> None:
-        """A loaded page takes the host-served slot itself: a real slot, never a hole."""
-        slots[g][j] = page
 
     def _pin_host(self, host_page: int) -> None:
         """A pending load's host page leaves the host queue: no offload can evict it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import slots
 from ._args import instance
 from .host import abort_load_on_free
 
@@ -45,7 +46,7 @@ def detach(c: Coordinator, tables: list[BlockTable]) -> DetachedTables:
     for t in tables:
         if t.load is not None:  # as free does: the pending load is aborted
             abort_load_on_free(t.load)
-        batches.append([p for p in t.slots if p != 0])
+        batches.append(slots.free_batch(t.slots))
         t._reset()
     return DetachedTables(c, batches)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import slots
 from ._args import instance
 from .pool import BlockPool, Name
 
@@ -133,18 +134,12 @@ def offload_set(c: Coordinator, tables: list[BlockTable], n: int) -> list[tuple[
     lcm = c.lcm_block_size
     for g, (m, t) in enumerate(zip(c._managers, tables)):
         B = m.block_size
-        R = c._resume(g)
-        if R < 0:
-            slots = list(range(n // B))
-        else:
-            # The R slots behind every lcm boundary up to n: all a match can ever use.
-            wanted: set[int] = set()
-            for T in range(lcm, n + 1, lcm):
-                b = T // B
-                wanted.update(range(max(0, b - R), b))
-            slots = sorted(wanted)
-        for j in slots:
-            if t.slots[j] != 0 and c._pool._is_cached(t.slots[j]):
+        R, q = c._resume(g), lcm // B
+        # Every slot up to n that spec/slots.py's reachable rule picks: for a sliding or
+        # state group the R slots behind every lcm boundary up to n, all a match can use.
+        for j in range(n // B):
+            page = t.slots[j]
+            if slots.reachable(j, n, B, R, q) and page != 0 and c._pool._is_cached(page):
                 out.append((g, j))
     return out
 

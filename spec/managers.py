@@ -8,7 +8,7 @@ closed forms (``geometry.blocks_needed``); the differential test holds the two t
 from __future__ import annotations
 
 from . import geometry as geo
-from . import runs
+from . import runs, slots
 from ._args import bounded, count, instance
 from .geometry import INT32_MAX
 from .host import abort_load_on_free
@@ -195,11 +195,11 @@ class _Manager:
     def _reclaim(self, pool: BlockPool, table: BlockTable, f: int) -> int:
         b = self._reclaim_bound(table, f)
         lo, hi = runs.reclaim_band(table.reclaim_floor, b)
-        released = []
-        for s in range(hi - 1, lo - 1, -1):
-            if table.slots[s] != 0:
-                released.append(table.slots[s])
-                table.slots[s] = 0
+        # The band's pages from its top down (spec/slots.py), then every band slot a hole.
+        released = slots.batch(
+            table.slots, lo, hi, lambda s, p: bool(slots.punched(s, p, lo, hi)), descending=True
+        )
+        slots.apply(table.slots, lo, hi, lambda s, p: int(slots.reclaim_cell(s, p, lo, hi)))
         band = self._state(table)
         table.reclaim_floor = runs.floor_after(table.reclaim_floor, b)
         self._check_released(band, lo, hi, len(released))
@@ -215,14 +215,15 @@ class _Manager:
         instance("count_uncached", count_uncached, bool)
         if t.pool is None:
             return 0
-        b = self._reclaim_bound(t, f)
+        lo, hi = runs.reclaim_band(t.reclaim_floor, self._reclaim_bound(t, f))
         pool = t.pool
         return sum(
             1
-            for s in range(t.reclaim_floor, b)
-            if t.slots[s] != 0
-            and runs.counts_as_reclaimable(pool.ref_count(t.slots[s]))
-            and (count_uncached or pool._is_cached(t.slots[s]))
+            for s in range(lo, hi)
+            if slots.reclaimable_cell(
+                s, t.slots[s], pool._ref[t.slots[s]], pool._is_cached(t.slots[s]),
+                count_uncached, lo, hi,
+            )
         )
 
     def _validate_free(self, pool: object, table: object) -> None:
@@ -240,7 +241,7 @@ class _Manager:
     def _free(self, pool: BlockPool, table: BlockTable) -> None:
         if table.load is not None:
             abort_load_on_free(table.load)
-        pages = [p for p in table.slots if p != 0]
+        pages = slots.free_batch(table.slots)
         if self.check_runs and len(pages) != runs.real_pages(self._state(table), self._group()):
             raise AssertionError(f"free found {len(pages)} real pages, its runs say otherwise")
         pool._release(pages)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import runs
 from ._args import count
 
 if TYPE_CHECKING:
@@ -85,22 +86,25 @@ def plan_step(c: Coordinator, requests: object) -> StepPlan:
     rs = _check_requests(c, requests)
     pool = c.pool
     needs = [sum(m.blocks_needed_for(t, n) for m, t in zip(c._managers, ts)) for ts, n in rs]
-    prefix = sum(needs)
     free = pool.num_free
-    # Grow the preempted suffix from the bottom until the prefix fits: only the preempted
-    # requests' slots are scanned, and released only grows with the suffix.
-    held: dict[int, int] = {}  # page -> references held by the suffix
-    released = 0
-    k = len(rs)
-    while prefix > free + released:
-        k -= 1
-        prefix -= needs[k]
-        for t in rs[k][0]:
-            for p in t.slots:
-                if p:
-                    held[p] = held.get(p, 0) + 1
-                    if held[p] == pool._ref[p]:
-                        released += 1
+    # released_from(k): pages preempting requests k.. puts back. The plan asks it for
+    # k = n, n-1, ... down to its answer, so only the preempted requests' slots are scanned.
+    held: dict[int, int] = {}  # page -> references held by the scanned suffix
+    scanned = [len(rs), 0]  # the suffix scanned so far, the pages it releases
+
+    def released_from(k: int) -> int:
+        while scanned[0] > k:
+            scanned[0] -= 1
+            for t in rs[scanned[0]][0]:
+                for p in t.slots:
+                    if p:
+                        held[p] = held.get(p, 0) + 1
+                        if held[p] == pool._ref[p]:
+                            scanned[1] += 1
+        return scanned[1]
+
+    k = int(runs.plan_stepped(needs, free, released_from))
+    prefix, released = sum(needs[:k]), released_from(k)
     return StepPlan(c, rs, k, prefix, released, free + released - prefix, k > 0 or not rs)
 
 

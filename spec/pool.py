@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from . import runs, slots
 from ._args import bounded, count
-from .runs import drop_reference
 
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
@@ -217,9 +217,9 @@ class BlockPool:
         if pages:
             self._version += 1
         for page in reversed(pages):
-            self._ref[page], freed_now = drop_reference(self._ref[page])
+            self._ref[page], freed_now = runs.drop_reference(self._ref[page])
             if freed_now:
-                if self._retention and page not in self._name_of:
+                if slots.joins_front(page in self._name_of, self._retention):
                     self._front.append(page)  # unnamed: reused first
                 else:
                     self._queue[page] = None  # named: matchable until evicted, oldest first
@@ -237,7 +237,7 @@ class BlockPool:
         """Names a page; True if the name is new to the pool (which then keeps `tokens`)."""
         self._name_of[page] = name
         self._counters["pages_named"] += 1
-        new = name not in self._pages_named
+        new = bool(slots.stores(len(self._pages_named.get(name, ()))))
         if new:
             self._counters["names_stored"] += 1
             if tokens is not None:
@@ -257,7 +257,7 @@ class BlockPool:
         self._counters["pages_evicted"] += 1
         pages = self._pages_named[name]
         pages.remove(page)
-        if not pages:
+        if slots.removes(len(pages)):
             del self._pages_named[name]
             self._tokens_of.pop(name, None)
             self._counters["names_removed"] += 1
@@ -333,7 +333,7 @@ class BlockPool:
     def _take_shared(self, page: int) -> None:
         """One more reference to a real page; a free one leaves the queue wherever it is."""
         self._version += 1
-        if self._ref[page] == 0:
+        if slots.claim_takes(self._ref[page]):
             if page in self._queue:
                 del self._queue[page]
             else:

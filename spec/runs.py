@@ -19,6 +19,7 @@ page by page.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -261,6 +262,45 @@ def coordinator_acquire(
         left = step.free
     return CoordinatorStep(ok, need, tuple(steps), left)
 
+
+# --- step plans (section 9) ----------------------------------------------------------------
+
+
+def plan_fits(taken: Num, free: Num, released: Num, ar: Arith = INT) -> Bool:
+    """Does a step taking ``taken`` pages fit once ``released`` pages are back in the queue?"""
+    return taken <= free + released
+
+
+def plan_stepped(
+    needs: Sequence[Num], free: Num, released_from: Callable[[int], Num], ar: Arith = INT
+) -> Num:
+    """The requests a plan steps: the greatest k with sum(needs[:k]) fitting once requests
+    k, k+1, ... are preempted (``released_from(k)`` pages back; k = 0 always fits).
+
+    Tried from the top down; on ints a suffix is asked for only until one fits (``cond``
+    runs one branch), so the model scans no more requests than it preempts.
+    """
+    taken: list[Num] = [0]
+    for need in needs:
+        taken.append(taken[-1] + need)
+    done: Bool = False
+    stepped: Num = 0
+    for k in range(len(needs), 0, -1):
+
+        def fits_k(k: int = k) -> Bool:
+            return plan_fits(taken[k], free, released_from(k), ar)
+
+        fits = ar.cond(done, lambda: True, fits_k)
+
+        def pick(k: int = k, fits: Bool = fits) -> Num:
+            return ar.cond(fits, lambda: k, lambda: 0)
+
+        def kept(s: Num = stepped) -> Num:
+            return s
+
+        stepped = ar.cond(done, kept, pick)
+        done = fits
+    return stepped
 
 def _pick(c: Bool, then: Num, otherwise: Num, ar: Arith) -> Num:
     return ar.cond(c, lambda: then, lambda: otherwise)

@@ -31,10 +31,16 @@ CAUGHT_BY = {
     "offload-skips-resume-page": ("offload-set", "offload plan"),
     "load-into-wrong-page": ("host-data", "holds other"),
     "evict-pinned-host-page": ("host-data", "holds other"),
+    "claim-cell-host-id": ("host-data", "holds ('scratch'"),
 }
 # Found by the machine within the test's budget; the fourth needs a host pool filled to
 # the page, which tests/traces/variants/evict-pinned-host-page.json holds.
-BY_MACHINE = ["load-into-hole", "load-into-wrong-page", "offload-skips-resume-page"]
+BY_MACHINE = [
+    "load-into-hole",
+    "load-into-wrong-page",
+    "offload-skips-resume-page",
+    "claim-cell-host-id",
+]
 
 
 def _replay(path: Path, *args: str) -> tuple[int, str]:

@@ -120,7 +120,9 @@ def test_theorem_proves_on_the_spec_and_meets_its_cases(
 def test_the_theorems_come_last_and_claim_every_host_variant() -> None:
     names = list(THEOREMS)
     assert names[-len(NAMES) :] == NAMES
-    claimed = {v for n in NAMES for v in THEOREMS[n].kills}
+    # Every host variant is claimed; the slot theorems (verify/theorems/slots.py) claim
+    # the ones inside the slot rules the claim and the offload run.
+    claimed = {v for th in THEOREMS.values() for v in th.kills if v in HOST_VARIANTS}
     assert claimed == set(HOST_VARIANTS)
     assert THEOREMS["match-across-tiers-greatest-boundary-bounded"].kills == ()
 

@@ -31,6 +31,9 @@ CAUGHT_BY = {
     "live-off-by-one": ("valid-call", "step-plan"),
     "reclaim-stops-at-hole": ("reclaim",),  # a real page left below the reclaim bound
     "acquire-before-check": ("all-or-nothing",),  # a failed group acquire kept pages
+    "reclaimable-ignores-names": ("closed-form",),  # counted pages no name makes reclaimable
+    "plan-fits-strict": ("step-plan",),  # the plan differs from its definition
+    "removes-while-copies-remain": ("names",),  # the pool's names break under the rule
 }
 
 
@@ -48,6 +51,8 @@ BY_THEOREMS = {
     "take-counts-holes",
     "reclaim-floor-not-updated",
     "tail-after-off-by-one",
+    "reclaim-cell-spares-floor",
+    "names-skip-last-page",  # the spec-alone oracle compares names, does not predict them
 }
 
 

@@ -18,6 +18,7 @@ from livetail.spec import coordinator as spec_coordinator
 from livetail.spec import geometry as geo
 from livetail.spec import host as spec_host
 from livetail.spec import runs
+from livetail.spec import slots as spec_slots
 from livetail.spec.coordinator import Coordinator
 from livetail.spec.geometry import Arith, Num
 from livetail.spec.managers import _Manager
@@ -168,6 +169,47 @@ def _tail_after_off_by_one(tail: Num, B: Num, n: Num, ar: Arith = geo.INT) -> Nu
     return ar.cond(n > tail, spill, lambda: tail - n)
 
 
+def _reclaim_cell_spares_floor(s: Num, page: Num, lo: Num, hi: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the band's first slot (the one at the floor) keeps its page.
+    return ar.cond(runs.both(lo < s, s < hi, ar), lambda: 0, lambda: page)
+
+
+def _reclaimable_ignores_names(
+    s: Num,
+    page: Num,
+    ref: Num,
+    cached: Any,
+    count_uncached: Any,
+    lo: Num,
+    hi: Num,
+    ar: Arith = geo.INT,
+) -> Any:
+    # Wrong: count_uncached=False still counts unnamed pages.
+    return runs.both(
+        spec_slots.punched(s, page, lo, hi, ar), runs.counts_as_reclaimable(ref, ar), ar
+    )
+
+
+def _offered_skips_last(
+    j: Num, n: Num, B: Num, upto: Num, covered: Num, state: bool, ar: Arith = geo.INT
+) -> Any:
+    # Wrong: the last page the keys cover is never offered a name.
+    fresh = runs.both(upto <= j, j < covered - 1, ar)
+    if not state:
+        return fresh
+    return runs.both(fresh, runs.both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
+
+
+def _plan_fits_strict(taken: Num, free: Num, released: Num, ar: Arith = geo.INT) -> Any:
+    # Wrong: a step that would use every free page is treated as not fitting.
+    return taken < free + released
+
+
+def _removes_while_copies_remain(holders: Num, ar: Arith = geo.INT) -> Any:
+    # Wrong: the name is announced removed while one other page still carries it.
+    return holders <= 1
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -276,6 +318,41 @@ VARIANTS: dict[str, Variant] = {
             "tail_after",
             _tail_after_off_by_one,
         ),
+        Variant(
+            "reclaim-cell-spares-floor",
+            "reclaim lets go of the page at the floor but leaves it in its slot",
+            spec_slots,
+            "reclaim_cell",
+            _reclaim_cell_spares_floor,
+        ),
+        Variant(
+            "reclaimable-ignores-names",
+            "blocks_reclaimable_at(count_uncached=False) counts unnamed pages too",
+            spec_slots,
+            "reclaimable_cell",
+            _reclaimable_ignores_names,
+        ),
+        Variant(
+            "names-skip-last-page",
+            "cache_full_blocks never offers a name to the last page its keys cover",
+            spec_slots,
+            "offered",
+            _offered_skips_last,
+        ),
+        Variant(
+            "plan-fits-strict",
+            "a step plan treats a step that uses every free page as not fitting",
+            runs,
+            "plan_fits",
+            _plan_fits_strict,
+        ),
+        Variant(
+            "removes-while-copies-remain",
+            "a removed event is sent while another page still carries the name",
+            spec_slots,
+            "removes",
+            _removes_while_copies_remain,
+        ),
     ]
 }
 
@@ -304,24 +381,18 @@ def applied(name: str) -> Iterator[Variant]:
 # for `livetail replay --variant`; tests/test_theorems.py checks each claimed kill.
 
 
-def _load_into_hole(self: Coordinator, slots: list[list[int]], g: int, j: int, page: int) -> None:
+def _load_into_hole(host_page: Num, loaded_page: Num, ar: Arith = geo.INT) -> Num:
     # Wrong: the loaded page is not put in the table; the host-served slot stays a hole.
-    return None
+    return 0
 
 
-_offload_set = spec_host.offload_set
-
-
-def _offload_set_without_first_resume_page(
-    c: Coordinator, tables: list[BlockTable], n: int
-) -> list[tuple[int, int]]:
+def _reachable_without_first_resume_page(
+    j: Num, n: Num, B: Num, R: Num, q: Num, ar: Arith = geo.INT
+) -> Any:
     # Wrong: a sliding or state group offloads R - 1 of the R slots behind each boundary.
-    out = []
-    for g, j in _offload_set(c, tables, n):
-        R = c._resume(g)
-        if R <= 0 or (j + R) * c._managers[g].block_size % c.lcm_block_size != 0:
-            out.append((g, j))
-    return out
+    first = (ar.div(j, q) + 1) * q
+    near = runs.both(first * B <= n, first - R + 1 <= j, ar)
+    return runs.both(j >= 0, ar.cond(R < 0, lambda: (j + 1) * B <= n, lambda: near), ar)
 
 
 def _complete_load_rotated(c: Coordinator, plan: object) -> None:
@@ -342,22 +413,29 @@ def _pin_host_in_queue(self: Coordinator, host_page: int) -> None:
     self._host._ref[host_page] += 1
 
 
+def _claim_cell_host_id(
+    device_page: Num, host_page: Num, loaded_page: Num, ar: Arith = geo.INT
+) -> Num:
+    # Wrong: a host-served slot gets the host page's id instead of the device page loaded for it.
+    return ar.cond(device_page != 0, lambda: device_page, lambda: host_page)
+
+
 HOST_VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
         Variant(
             "load-into-hole",
             "a claim leaves a host-served slot a hole instead of loading into it",
-            Coordinator,
-            "_place_load",
+            spec_slots,
+            "loaded",
             _load_into_hole,
         ),
         Variant(
             "offload-skips-resume-page",
             "an offload plan leaves out the first resume page behind each boundary",
-            spec_host,
-            "offload_set",
-            _offload_set_without_first_resume_page,
+            spec_slots,
+            "reachable",
+            _reachable_without_first_resume_page,
         ),
         Variant(
             "load-into-wrong-page",
@@ -372,6 +450,13 @@ HOST_VARIANTS: dict[str, Variant] = {
             Coordinator,
             "_pin_host",
             _pin_host_in_queue,
+        ),
+        Variant(
+            "claim-cell-host-id",
+            "a claim puts the host page's id in a host-served slot, not the device page loaded",
+            spec_slots,
+            "claim_cell",
+            _claim_cell_host_id,
         ),
     )
 }

@@ -10,8 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import z3  # type: ignore[import-untyped]
+from livetail.spec import geometry as geo
+from livetail.spec import runs, slots
+
+from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
+from .prover.states import follows_runs, group, slot_pages
+from .prover.symbols import every_kind, ints
 from .prover.theorem import theorem
 from .worlds.host import HOST_LAYOUTS, QUICK_LAYOUTS, HostWorld, Name, _nm, host_walk
 from .worlds.prefix import Layout, _count, _exhaust, claim_op, supports
@@ -383,3 +390,62 @@ def loads_land_in_real_slots(p: Prover) -> None:
         p,
         lambda: host_walk(layouts, max_n, HOST_WALK_EXHAUSTIVE, _check_loads, bystander=True),
     )
+
+
+@theorem(
+    "claim-places-matched-and-loaded-pages",
+    """Executes the claim's slot rule (spec/slots.py claim_cell and loaded) on one symbolic
+    slot s of a match of b slots (b unbounded; the matched device pages, host pages and
+    the fresh device pages taken for host copies are unbounded arrays) and runs.claim_run
+    for the run description the claim leaves, for a full group, a state group, a sliding
+    group with A = 0 and a live-tail sliding group (B, W, m unbounded). The match is any
+    match section 8 and 10 allow: below the resume pages (slots < b - R) nothing; at the
+    resume pages (every slot for a full group) a device page or else a host copy. Then the
+    claimed slot holds a page exactly where the claim's runs say (runs.slot_real): holes
+    below the floor b - R, real pages from it on; a device-served slot holds its matched
+    page; a host-served slot holds the fresh device page loaded for it, a real slot, never
+    a hole. Unbounded.""",
+    """A claimed request reads its resumed prefix from real pages only, and each host copy
+    lands in the very slot that needs it.""",
+    kills=("load-into-hole", "claim-cell-host-id"),
+    cost=2,
+    rlimit=2_000_000,
+    executes=("claim_run", "slots.claim_cell"),
+)
+def claim_slots(p: Prover) -> None:
+    for g in every_kind():
+        gr = group(g)
+        dev, host, fresh = slot_pages("device"), slot_pages("host"), slot_pages("fresh")
+        b, s = ints("b s")
+        resume = -1 if g.kind == "full" else geo.resume_pages(g.W, g.B, Z3)
+        low = 0 if g.kind == "full" else Z3.max(0, b - resume)
+        claimed = runs.claim_run(b, gr, resume, Z3)
+        hyps = [*g.hyps, b >= 0, s >= 0, s < b]
+        served = s >= low
+        hyps += [
+            z3.Implies(z3.Not(served), z3.And(dev[s] == 0, host[s] == 0)),
+            z3.Implies(served, z3.Or(dev[s] != 0, host[s] != 0)),
+            z3.Implies(dev[s] != 0, host[s] == 0),  # device copies preferred slot by slot
+            z3.Implies(host[s] != 0, fresh[s] != 0),  # a fresh device page per host copy
+        ]
+        cell = slots.claim_cell(dev[s], host[s], fresh[s], Z3)
+        show = {"s": s, "b": b, "device": dev[s], "host": host[s], "fresh": fresh[s], "slot": cell}
+        label = f"[{g.label}]"
+        p.prove(
+            f"{label} the slot follows the claim's runs",
+            follows_runs(claimed, cell, s, gr),
+            hyps,
+            show,
+        )
+        p.prove(
+            f"{label} a device-served slot holds its matched page",
+            z3.Implies(dev[s] != 0, cell == dev[s]),
+            hyps,
+            show,
+        )
+        p.prove(
+            f"{label} a host-served slot holds the page loaded for it",
+            z3.Implies(host[s] != 0, cell == fresh[s]),
+            hyps,
+            show,
+        )

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import z3  # type: ignore[import-untyped]
 from livetail import spec
+from livetail.spec import geometry as geo
+from livetail.spec import slots
 
+from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
+from .prover.symbols import every_kind, ints
 from .prover.theorem import theorem
 from .worlds.host import HOST_LAYOUTS, QUICK_LAYOUTS, Found, HostWorld, reach, reachable_slots
 from .worlds.prefix import (
@@ -260,3 +265,71 @@ KEEPS_HITS_EXHAUSTIVE = 6  # ... every chunking for N <= 6
 def offload_preserves_hits(p: Prover) -> None:
     layouts, max_n = (QUICK_LAYOUTS, 2) if p.quick else (HOST_LAYOUTS, KEEPS_HITS)
     _exhaust(p, lambda: _keeps_hits_search(layouts, max_n, KEEPS_HITS_EXHAUSTIVE))
+
+
+@theorem(
+    "offload-set-is-reachable-set",
+    """Executes the offload's slot rule (spec/slots.py reachable, which the model's
+    offload_set asks of every slot below n / B) on a symbolic slot j, token count n, page
+    size B and lcm of q pages (all unbounded), for a full group, a state group and sliding
+    groups (W unbounded): the rule picks exactly section 10's reachable slots. For a full
+    group, the slots j < n / B; for a sliding or state group, the slots in [b - R, b) of
+    some lcm boundary b (a multiple of q) with b*B <= n: every slot the rule picks lies
+    behind such a boundary (the first boundary above it), and every slot behind one is
+    picked. No slot at or past n / B is picked, so asking the slots below n / B is enough.
+    Unbounded.""",
+    """An offload copies to host memory exactly the pages a later match can use, and every
+    one of them: nothing a hit needs is left on the device alone, nothing else takes host
+    memory.""",
+    kills=("offload-skips-resume-page",),
+    cost=2,
+    rlimit=2_200_000,
+    executes=("slots.reachable",),
+)
+def offload_reachable(p: Prover) -> None:
+    times = p.lemma(
+        "lemma: x <= y and c >= 0 give x*c <= y*c",
+        lambda x, y, c: ([x <= y, c >= 0], x * c <= y * c),
+        3,
+    )
+    above = p.lemma(
+        "lemma: j < k*q with q >= 1 gives j div q + 1 <= k",
+        lambda j, k, q: ([j >= 0, q >= 1, j < k * q], j / q + 1 <= k),
+        3,
+    )
+    # The rule does not read the alignment: live tail or not, a sliding group is the same.
+    for g in every_kind()[:3]:
+        j, n, q, k = ints("j n q k")
+        full = g.kind == "full"
+        R = -1 if full else geo.resume_pages(g.W, g.B, Z3)
+        hyps = [*g.hyps, j >= 0, n >= 0, q >= 1]
+        picked = slots.reachable(j, n, g.B, R, q, Z3)
+        show = {"j": j, "n": n, "q": q, "picked": picked}
+        label = f"[{g.label}]"
+        p.prove(
+            f"{label} a picked slot lies below n / B", z3.Implies(picked, j < n / g.B), hyps, show
+        )
+        if full:
+            p.prove(
+                f"{label} every slot below n / B is picked",
+                z3.Implies(j < n / g.B, picked),
+                hyps,
+                show,
+            )
+            continue
+        first = (j / q + 1) * q
+        p.prove(
+            f"{label} a picked slot lies behind a boundary b = the first multiple of q above it",
+            z3.Implies(picked, z3.And(first * g.B <= n, first - R <= j, j < first)),
+            hyps,
+            show,
+        )
+        b = k * q
+        # The first boundary above j is at or below b, so it is within n and j behind it.
+        facts = [above(j, k, q), times(j / q + 1, k, q), times(first, b, g.B)]
+        p.prove(
+            f"{label} every slot behind a boundary b <= n / B is picked",
+            z3.Implies(z3.And(k >= 1, b * g.B <= n, b - R <= j, j < b), picked),
+            [*hyps, *facts],
+            show,
+        )

@@ -10,10 +10,16 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+import z3  # type: ignore[import-untyped]
 from livetail import spec
+from livetail.spec import geometry as geo
+from livetail.spec import runs
 
+from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
+from .prover.states import ARITH, count_lemmas, general, group, shape_facts, table, take_lemma
+from .prover.symbols import Geometry, every_kind, ints
 from .prover.theorem import theorem
 from .worlds.prefix import _clone
 
@@ -144,3 +150,109 @@ def _plan_search() -> tuple[int, Values | None]:
 )
 def step_plan_bounded(p: Prover) -> None:
     p.exhaust("every layout, pool, request count, history and ask", _plan_search)
+
+
+@theorem(
+    "step-plan-apply-never-fails",
+    """Executes the spec's step plan (spec/runs.py plan_stepped over plan_fits, the rule the
+    model's plan_step decides by) for two requests in priority order, each a symbolic table
+    of one run (symbolic sizes, frontier, floor and tail room) with a symbolic token count,
+    its pages held alone or shared with holders outside the plan (reference count c >= 1),
+    symbolic free pages F, for a full group and a live-tail sliding group (B, W, m unbounded;
+    a state group and a sliding group with A = 0 allocate exactly as a full group does, and a
+    plan never reclaims): then applies it as
+    apply_step does, runs.free_table on the preempted requests and runs.acquire on the
+    stepped ones in priority order. Every stepped acquire succeeds; the free pages after
+    are F + released - taken, the plan's free_after; the stepped prefix is the longest that
+    fits (stepping one more would not fit with the rest preempted); and the top request is
+    stepped whenever it fits with the other preempted. Unbounded in sizes and counts, for
+    two requests that share no page with each other (pages shared between requests of one
+    plan: step-plan-bounded and the differential campaign); for every live_count,
+    ceil_div, extent, slid_out, tail_after and new_slots function (the facts the steps use
+    are proved lemmas).""",
+    """A step an engine plans never fails half-way, preempts no more than it must, and never
+    starves the request at the head of its queue.""",
+    kills=("plan-fits-strict",),
+    cost=4,
+    rlimit=8_800_000,
+    executes=("plan_stepped", "free_table", "acquire"),
+)
+def step_plan(p: Prover) -> None:
+    # A state group and a sliding group with A = 0 allocate as a full group does (every new
+    # slot real) and a plan never reclaims: full and live tail are the two acquires there are.
+    kinds = every_kind()
+    for g in (kinds[0], kinds[3]):
+        gr = group(g)
+        cf = count_lemmas(p, g)
+        ext0, _ = shape_facts(p, g)
+        take = take_lemma(p, g, cf, ext0)
+
+        def setup(g: Geometry = g, gr: runs.Group = gr, take: Any = take) -> tuple[Any, ...]:
+            F = z3.Int("F")
+            tabs, hyps, ns, cs = [], [*g.hyps, F >= 0], [], []
+            for i in range(2):
+                t, th = table(g, f"_{i}", 1)
+                n, c = ints(f"n_{i} c_{i}")
+                tabs.append(t)
+                ns.append(n)
+                cs.append(c)
+                hyps += [*th, n >= 0, c >= 1]
+            needs = [
+                geo.blocks_needed(t.slots, t.tail, n, g.W, g.B, g.A, Z3) for t, n in zip(tabs, ns)
+            ]
+            rel = [runs.free_table(0, t, gr, (c,), Z3).released for t, c in zip(tabs, cs)]
+
+            def released_from(k: int) -> Any:
+                return sum(rel[k:], z3.IntVal(0))
+
+            k = runs.plan_stepped(needs, F, released_from, Z3)
+            # apply_step: free the preempted (lowest priority first), then acquire in order.
+            back = z3.If(k == 0, released_from(0), z3.If(k == 1, released_from(1), 0))
+            a0 = runs.acquire(F + back, tabs[0], ns[0], gr, Z3)
+            a1 = runs.acquire(z3.If(k >= 1, a0.free, F + back), tabs[1], ns[1], gr, Z3)
+            hyps += take(tabs[0].slots, tabs[0].tail, ns[0], F + back)
+            hyps += take(tabs[1].slots, tabs[1].tail, ns[1], z3.If(k >= 1, a0.free, F + back))
+            hyps += [r >= 0 for r in rel]
+            return F, needs, released_from, k, back, a0, a1, hyps
+
+        def applies(setup: Any = setup) -> tuple[Any, Any]:
+            F, needs, released_from, k, back, a0, a1, hyps = setup()
+            after = z3.If(k == 2, a1.free, z3.If(k == 1, a0.free, F + back))
+            taken = z3.If(k == 2, needs[0] + needs[1], z3.If(k == 1, needs[0], 0))
+            claim = z3.And(
+                z3.Implies(k >= 1, a0.ok),
+                z3.Implies(k >= 2, a1.ok),
+                after == F + back - taken,
+            )
+            return claim, hyps
+
+        def longest(setup: Any = setup) -> tuple[Any, Any]:
+            F, needs, released_from, k, back, a0, a1, hyps = setup()
+            one_more = z3.And(
+                z3.Implies(k == 0, needs[0] > F + released_from(1)),
+                z3.Implies(k == 1, needs[0] + needs[1] > F),
+            )
+            top = z3.Implies(needs[0] <= F + released_from(1), k >= 1)
+            return z3.And(one_more, top, k >= 0, k <= 2), hyps
+
+        label = f"[{g.label}]"
+        if g.kind == "full":
+            free0, need, rel_from, stepped, *_, facts = setup()
+            p.exhibit(
+                f"{label} a plan that steps the top request and preempts the other exists",
+                [*facts, stepped == 1, rel_from(1) >= 1, need[0] > free0],
+            )
+        general(
+            p,
+            g,
+            f"{label} every stepped acquire succeeds; free after = free_after",
+            applies,
+            over=ARITH,
+        )
+        general(
+            p,
+            g,
+            f"{label} the stepped prefix is the longest; the top request progresses",
+            longest,
+            over=ARITH,
+        )

@@ -15,12 +15,20 @@ from typing import Any
 import z3  # type: ignore[import-untyped]
 from livetail import spec
 from livetail.spec import geometry as geo
-from livetail.spec import runs
+from livetail.spec import runs, slots
 
 from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
-from .prover.states import count_lemmas, general, group, real_in_lemmas, table
+from .prover.states import (
+    count_lemmas,
+    follows_runs,
+    general,
+    group,
+    real_in_lemmas,
+    slot_pages,
+    table,
+)
 from .prover.symbols import Geometry, every_kind, ints, shape
 from .prover.theorem import theorem
 from .prover.traces import ops_trace, transition_traces
@@ -31,8 +39,10 @@ from .worlds.managers import MAX_B, Group, Snapshot, every_group, fork
     "reclaim-exact-with-shared-pages",
     """Executes the run-level reclaim (spec/runs.py reclaim, whose band, floor update and
     reclaimable test, runs.reclaim_band, runs.floor_after and runs.counts_as_reclaimable, the
-    model's reclaim_expired and blocks_reclaimable_at call; the model's own slot loop is not
-    executed here, it is checked against the run description at run time) at any frontier f
+    model's reclaim_expired and blocks_reclaimable_at call; its slot rules, which the model
+    writes and counts by, are executed by reclaim-slots-follow-runs and
+    reclaimable-counts-what-reclaim-frees, which tie them to this run description) at any
+    frontier f
     up to the extent on a symbolic table of two runs (symbolic slot counts, frontiers, tail
     room and floor) whose first run's pages are shared with other holders (reference count
     c >= 2) and second run's are not, for a state group, a sliding group with A = 0 and a
@@ -220,7 +230,6 @@ def _check_reclaim(
     return ""
 
 
-
 def _reachable_search() -> tuple[int, Values | None]:
     """Tables reached by acquire a, reclaim f1, acquire b, reclaim f2 (live-tail groups).
 
@@ -378,4 +387,118 @@ def reclaim_bounded(p: Prover) -> None:
     p.exhaust(
         f"(2) every hole pattern above every floor, up to {slots} slots",
         lambda: _pattern_search(slots, 3),
+    )
+
+
+@theorem(
+    "reclaim-slots-follow-runs",
+    """Executes the model's reclaim slot by slot (spec/slots.py reclaim_cell and punched, on
+    the band runs.reclaim_band gives, and runs.reclaim for the run description it leaves) on
+    one symbolic slot s of a symbolic table (its page ids an unbounded array, two runs of
+    symbolic sizes and frontiers, symbolic floor and tail room) at any frontier f up to the
+    extent, for a state group, a sliding group with A = 0 and a live-tail sliding group (B,
+    W, m unbounded; the live-tail band may hold holes). From a table whose slots follow its
+    runs (a page exactly where runs.slot_real says), reclaim leaves slot s following the
+    runs reclaim leaves; no slot below the bound min(slid_out(f), slots) holds a page after
+    it; a slot outside the band is left as it was (so visiting the band alone is enough);
+    the slots it lets go are exactly the real slots of the band (what runs.reclaim counts);
+    a slot stops holding its page exactly when reclaim lets go of it, so the pool drops one
+    reference per slot that stops holding a page (reference counts keep equal to holders);
+    and a repeat reclaim at f lets go of nothing. Unbounded.""",
+    """After reclaim_expired(f) no page below the window is pinned, holes included, and the
+    pages it frees are exactly the ones the count-level proofs count.""",
+    kills=("reclaim-cell-spares-floor", "reclaim-keeps-band-top", "reclaim-floor-not-updated"),
+    cost=2,
+    rlimit=2_000_000,
+    executes=("reclaim", "slots.reclaim_cell", "slots.punched"),
+)
+def reclaim_slots(p: Prover) -> None:
+    for g in every_kind()[1:]:
+        _reclaim_slots(p, g)
+
+
+def _reclaim_slots(p: Prover, g: Geometry) -> None:
+    gr = group(g)
+    tb, th = table(g, "", 2)
+    pages = slot_pages("pages")
+    f, s, F = ints("f s F")
+    hyps = [*g.hyps, *th, f >= 0, f <= geo.extent(tb.slots, tb.tail, g.B), s >= 0]
+    hyps += [s < tb.slots, follows_runs(tb, pages[s], s, gr)]
+    b = geo.reclaim_bound(f, tb.slots, g.W, g.B, Z3)
+    lo, hi = runs.reclaim_band(tb.floor, b, Z3)
+    after = runs.reclaim(F, tb, f, gr, (1, 1), Z3).table
+    page = pages[s]
+    cell = slots.reclaim_cell(s, page, lo, hi, Z3)
+    let_go = slots.punched(s, page, lo, hi, Z3)
+    show = {"s": s, "page": page, "after": cell, "bound": b, "floor": tb.floor}
+    label = f"[{g.label}]"
+    p.prove(
+        f"{label} the slot follows the runs reclaim leaves",
+        follows_runs(after, cell, s, gr),
+        hyps,
+        show,
+    )
+    p.prove(
+        f"{label} no slot below the bound holds a page", z3.Implies(s < b, cell == 0), hyps, show
+    )
+    p.prove(
+        f"{label} a slot outside the band is left as it was",
+        z3.Implies(z3.Not(slots.in_band(s, lo, hi, Z3)), cell == page),
+        hyps,
+        show,
+    )
+    p.prove(
+        f"{label} the slots let go are the band's real slots",
+        let_go == z3.And(slots.in_band(s, lo, hi, Z3), runs.slot_real(tb, s, gr, Z3)),
+        hyps,
+        show,
+    )
+    p.prove(
+        f"{label} a slot stops holding its page iff reclaim lets go of it (one reference each)",
+        (cell != page) == let_go,
+        hyps,
+        show,
+    )
+    lo2, hi2 = runs.reclaim_band(after.floor, geo.reclaim_bound(f, after.slots, g.W, g.B, Z3), Z3)
+    p.prove(
+        f"{label} a repeat reclaim at f lets go of nothing",
+        z3.Not(slots.punched(s, cell, lo2, hi2, Z3)),
+        hyps,
+        show,
+    )
+
+
+@theorem(
+    "reclaimable-counts-what-reclaim-frees",
+    """Executes blocks_reclaimable_at's rule (spec/slots.py reclaimable_cell) and reclaim's
+    (slots.punched, then the pool's runs.drop_reference on the page's count) on one
+    symbolic slot s of a table whose page ids, reference counts and names are unbounded
+    arrays, on a symbolic band: with count_uncached, a slot is counted iff reclaim lets go
+    of its page and the page re-enters the free queue (its count drops to 0); without it,
+    iff besides that the page is named. As a table holds a page in one slot at most, the
+    count blocks_reclaimable_at returns is the number of pages reclaim returns to the
+    queue, shared pages (count >= 2) and holes excluded. Unbounded.""",
+    """An engine can plan on blocks_reclaimable_at: it is exactly what the next reclaim
+    gives back, whether or not prefix caching shares the pages.""",
+    kills=("reclaimable-ignores-names", "reclaimable-counts-shared"),
+    cost=1,
+    rlimit=2_000_000,
+    executes=("slots.reclaimable_cell", "slots.punched"),
+)
+def reclaimable_slots(p: Prover) -> None:
+    pages, refs = slot_pages("pages"), slot_pages("refs")
+    named = z3.Array("named", z3.IntSort(), z3.BoolSort())
+    s, lo, hi = ints("s lo hi")
+    every = z3.Bool("count_uncached")
+    page = pages[s]
+    hyps = [refs[page] >= z3.If(page == 0, 0, 1)]  # a page a slot holds has a holder
+    counted = slots.reclaimable_cell(s, page, refs[page], named[page], every, lo, hi, Z3)
+    _, re_enters = runs.drop_reference(refs[page], Z3)
+    frees = z3.And(slots.punched(s, page, lo, hi, Z3), re_enters)
+    show = {"s": s, "page": page, "ref": refs[page], "count_uncached": every}
+    p.prove(
+        "counted iff reclaim returns the page to the queue (named, unless count_uncached)",
+        counted == z3.And(frees, z3.Or(every, named[page])),
+        hyps,
+        show,
     )

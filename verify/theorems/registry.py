@@ -30,8 +30,14 @@ from .closed_forms import (
     resume_count_closed_form,
 )
 from .conservation import conservation
-from .host_loads import claim_with_loads, loads_land_in_real_slots, match_across_tiers
-from .host_offload import offload_is_reachable_set, offload_preserves_hits
+from .events import events_replay
+from .host_loads import (
+    claim_slots,
+    claim_with_loads,
+    loads_land_in_real_slots,
+    match_across_tiers,
+)
+from .host_offload import offload_is_reachable_set, offload_preserves_hits, offload_reachable
 from .hot_paths import native_hot_paths
 from .live_tail_safety import (
     acquire_places_holes,
@@ -40,7 +46,8 @@ from .live_tail_safety import (
     live_tail_minimal,
     resume_pages_kept,
 )
-from .plans import step_plan_bounded
+from .naming import naming_reaches
+from .plans import step_plan, step_plan_bounded
 from .prefix import (
     claim_takes_consumed,
     hit_admission_exact,
@@ -50,7 +57,13 @@ from .prefix import (
 )
 from .prover.prover import Prover
 from .prover.theorem import THEOREMS, Theorem
-from .reclaim import reclaim_bounded, reclaim_exact, reclaim_releases_only_expired
+from .reclaim import (
+    reclaim_bounded,
+    reclaim_exact,
+    reclaim_releases_only_expired,
+    reclaim_slots,
+    reclaimable_slots,
+)
 from .retention import retention_bounded
 from .sequential_charge import (
     admission_promise,
@@ -88,6 +101,13 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (resume_pages_kept, "7.4 (resume pages, over live)"),
     (live_tail_minimal, "7.4 (minimality, over live)"),
     (reclaim_releases_only_expired, "7.5 (the reclaim bound)"),
+    (reclaim_slots, "7.5 and 7.6 per slot (the model's reclaim, slot by slot)"),
+    (reclaimable_slots, "7.5 (blocks_reclaimable_at, slot by slot)"),
+    (naming_reaches, "7.8 (naming reaches every page a hit needs)"),
+    (step_plan, "7.10 (two requests, no page shared between them)"),
+    (events_replay, "7.12 (replay = names, inductive per name)"),
+    (claim_slots, "7.11 and 7.8 per slot (the claim places matched and loaded pages)"),
+    (offload_reachable, "7.11 (offload picks exactly the reachable slots)"),
     (acquire_all_or_nothing_bounded, "7.1 (bounded)"),
     (sequential_with_reclaims, "7.3 (bounded)"),
     (reclaim_bounded, "7.5 and 7.6 per page (bounded)"),
@@ -144,10 +164,7 @@ SECTION7 = {
     11: "host tier",
     12: "events",
 }
-NO_THEOREM = {
-    12: "no theorem: checked by tests/test_events_replay.py (Hypothesis) and the"
-    " differential machines only",
-}
+NO_THEOREM: dict[int, str] = {}
 """Section-7 properties with no theorem, and what checks them instead."""
 
 

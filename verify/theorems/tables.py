@@ -21,13 +21,34 @@ from .hot_paths import inventory_markdown
 from .prover.theorem import Theorem
 from .registry import NO_THEOREM, PROPERTY, SECTION7, THEOREMS, properties
 
-MODEL_CALLS = frozenset({"acquire", "coordinator_acquire", "run_real", "claim_run"})
-"""spec/runs.py transitions the model's own classes call to change state (a test checks
-this against spec/).  The others a theorem may execute (``reclaim``, ``free_table``,
-``reclaimable``) are run-level versions the model never calls: its reclaim_expired, free
-and blocks_reclaimable_at are slot loops of their own, tied to the run description only by
-run-time checks (and sharing runs.reclaim_band, runs.floor_after and
-runs.counts_as_reclaimable with runs.reclaim)."""
+MODEL_CALLS = frozenset(
+    {
+        "acquire",
+        "coordinator_acquire",
+        "run_real",
+        "claim_run",
+        "plan_stepped",
+        "slots.reclaim_cell",
+        "slots.punched",
+        "slots.reclaimable_cell",
+        "slots.claim_cell",
+        "slots.reachable",
+        "slots.offered",
+        "slots.takes_name",
+        "slots.stores",
+        "slots.removes",
+    }
+)
+"""Transitions the model's own classes call to change state (a test checks this against
+spec/): spec/runs.py functions by bare name, spec/slots.py rules as ``slots.<name>``.  The
+others a theorem may execute (``reclaim``, ``free_table``, ``reclaimable``) are run-level
+versions the model never calls: its reclaim_expired, free and blocks_reclaimable_at write
+and count slot by slot through spec/slots.py's rules, which the slot theorems execute and
+tie to the run description those run-level versions act on."""
+
+
+def _qualified(function: str) -> str:
+    return function if "." in function else f"runs.{function}"
 
 
 def executed(th: Theorem) -> str:
@@ -37,8 +58,8 @@ def executed(th: Theorem) -> str:
         return "model's classes, concrete runs"
     if not th.executes:
         return "closed forms only"
-    called = [f"runs.{f}" for f in th.executes if f in MODEL_CALLS]
-    parallel = [f"runs.{f}" for f in th.executes if f not in MODEL_CALLS]
+    called = [_qualified(f) for f in th.executes if f in MODEL_CALLS]
+    parallel = [_qualified(f) for f in th.executes if f not in MODEL_CALLS]
     parts = []
     if called:
         parts.append(f"model's: {', '.join(called)}")

@@ -84,7 +84,6 @@ def real_in_lemmas(p: Prover, g: Geometry, cb: Any = None) -> tuple[Any, Any]:
             == runs.real_in(r, x, y, gr, Z3) + runs.real_in(r, y, z, gr, Z3),
         )
 
-
     if cb is None and g.live:
         cb = count_bounds_lemma(p, g)
 
@@ -253,3 +252,13 @@ def shape_facts(p: Prover, g: Geometry) -> tuple[Any, Any]:
         2,
     )
     return ext0, shape_lemma(p, g)
+
+
+def slot_pages(name: str) -> Any:
+    """A table's page ids, slot by slot: an unbounded Z3 array from slot to page (0 = hole)."""
+    return z3.Array(name, z3.IntSort(), z3.IntSort())
+
+
+def follows_runs(t: runs.TableState, page: Term, s: Term, gr: runs.Group) -> Term:
+    """Slot s holds a page (``page`` != 0) iff the run description says it is real."""
+    return (page != 0) == runs.slot_real(t, s, gr, Z3)

@@ -1,0 +1,178 @@
+"""The model's table transitions are computed by the rules Z3 executes (spec/slots.py).
+
+reclaim_expired, blocks_reclaimable_at, free and claim write and count each slot through a
+rule of spec/slots.py, and the pool sends each released page where slots.joins_front says.
+Each test replaces one rule by a different one and checks that the model's effect changes
+exactly as the replaced rule says: so the model computes nothing of these effects itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from livetail import spec
+from livetail.spec import slots
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def rule(name: str, replacement: Any) -> Iterator[None]:
+    original = getattr(slots, name)
+    setattr(slots, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(slots, name, original)
+
+
+@contextmanager
+def unchecked(m: Any) -> Iterator[None]:
+    """Without the model's run-time check of slots against runs (it would catch the rule)."""
+    m.check_runs = False
+    try:
+        yield
+    finally:
+        m.check_runs = True
+
+
+def sliding(B: int = 2, W: int = 3) -> tuple[spec.BlockPool, spec.SlidingWindowManager]:
+    return spec.BlockPool(32), spec.SlidingWindowManager(B, W)
+
+
+def test_reclaim_writes_what_reclaim_cell_says() -> None:
+    pool, m = sliding()
+    t = spec.BlockTable()
+    assert m.acquire(pool, t, 12)  # 6 slots, pages 1..6
+    assert t.page_ids() == [1, 2, 3, 4, 5, 6]
+    # slid_out(12) = (12 - 3 + 1) // 2 = 5: the band is [0, 5).
+    assert m.reclaim_expired(pool, t, 12) == 5
+    assert t.page_ids() == [0, 0, 0, 0, 0, 6]
+    # The batch runs from the band's top down; released last entry first, each unnamed page
+    # to the queue's front: slot 0's page goes first, slot 4's ends at the head.
+    assert pool.free_queue()[:5] == [5, 4, 3, 2, 1]
+
+    pool, m = sliding()
+    t = spec.BlockTable()
+    assert m.acquire(pool, t, 12)
+    # A rule that punches only even slots: the odd ones keep their pages (and are not let go).
+    with (
+        rule("reclaim_cell", lambda s, p, lo, hi, ar=None: 0 if lo <= s < hi and s % 2 == 0 else p),
+        rule("punched", lambda s, p, lo, hi, ar=None: lo <= s < hi and s % 2 == 0 and p != 0),
+        unchecked(m),
+    ):
+        assert m.reclaim_expired(pool, t, 12) == 3
+    assert t.page_ids() == [0, 2, 0, 4, 0, 6]
+    assert pool.free_queue()[:3] == [5, 3, 1]
+    assert t.reclaim_floor == 5
+
+
+def test_blocks_reclaimable_at_counts_what_reclaimable_cell_says() -> None:
+    pool, m = sliding()
+    t = spec.BlockTable()
+    assert m.acquire(pool, t, 12)
+    assert m.blocks_reclaimable_at(t, 12) == 5
+    with rule("reclaimable_cell", lambda s, p, ref, cached, every, lo, hi, ar=None: s == lo):
+        assert m.blocks_reclaimable_at(t, 12) == 1
+    assert m.blocks_reclaimable_at(t, 12, count_uncached=False) == 0
+
+
+def test_free_releases_what_freed_says_in_the_batch_order() -> None:
+    pool, m = sliding()
+    t = spec.BlockTable()
+    assert m.acquire(pool, t, 8)  # pages 1..4
+    m.free(pool, t)
+    assert pool.free_queue()[:4] == [1, 2, 3, 4]  # the last slot's page re-entered first
+    assert t.page_ids() == []
+
+    pool, m = sliding()
+    t = spec.BlockTable()
+    assert m.acquire(pool, t, 8)
+    with rule("freed", lambda s, p, n, ar=None: p != 0 and s != 1), unchecked(m):
+        m.free(pool, t)
+    assert pool.free_queue()[:3] == [1, 3, 4]
+    assert pool.ref_count(2) == 1  # the rule kept slot 1's page: nothing else let it go
+
+
+def test_release_destination_is_joins_front() -> None:
+    pool, m = sliding()
+    t = spec.BlockTable()
+    assert m.acquire(pool, t, 4)  # pages 1, 2
+    with rule("joins_front", lambda named, retention, ar=None: False):
+        m.free(pool, t)
+    # Unnamed pages sent to the back by the replaced rule: the never-used pages come first.
+    assert pool.free_queue()[:2] == [3, 4]
+    assert pool.free_queue()[-2:] == [2, 1]
+
+
+def test_claim_places_what_claim_cell_says() -> None:
+    pool = spec.BlockPool(16)
+    c = spec.Coordinator([spec.GroupSpec("full", 2)], pool)
+    keys = spec.page_keys(list(range(8)), 2)
+    a = c.new_tables()
+    assert c.acquire(a, 8)
+    assert c.cache_full_blocks(a, keys, 8) == 4
+    match = c.match_prefix(keys)
+    assert match.num_tokens == 8
+    b = c.new_tables()
+    c.claim(b, match)
+    assert b[0].page_ids() == a[0].page_ids() == [1, 2, 3, 4]
+    c.free(b)
+    match = c.match_prefix(keys)
+    b = c.new_tables()
+    hole_for_3 = rule("claim_cell", lambda dev, host, fresh, ar=None: dev if dev != 3 else 0)
+    with hole_for_3, unchecked(c.managers[0]):
+        c.claim(b, match)
+    assert b[0].page_ids() == [1, 2, 0, 4]
+
+
+MODEL = ("managers.py", "coordinator.py", "pool.py", "detach.py")
+
+
+def _calls(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "slots"
+    }
+
+
+def test_every_slot_rule_is_called_by_the_model() -> None:
+    called = set().union(*(_calls(ROOT / "spec" / f) for f in MODEL))
+    rules = {
+        "apply",
+        "batch",
+        "punched",
+        "reclaim_cell",
+        "reclaimable_cell",
+        "free_batch",
+        "claim_cell",
+        "claim_takes",
+        "joins_front",
+    }
+    assert rules <= called, rules - called
+
+
+def test_no_model_module_writes_a_slot_but_through_slots_apply() -> None:
+    """Slot writes (``x.slots[i] = ...``) happen only in spec/slots.py's apply."""
+    offenders = []
+    for f in MODEL:
+        tree = ast.parse((ROOT / "spec" / f).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (
+                        isinstance(target, ast.Subscript)
+                        and isinstance(target.value, ast.Attribute)
+                        and target.value.attr == "slots"
+                    ):
+                        offenders.append(f"{f}:{node.lineno}")
+    assert offenders == []
