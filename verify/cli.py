@@ -34,7 +34,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 DEFAULT_EXAMPLES = 200
-QUICK_EXAMPLES = 12
+QUICK_EXAMPLES = 10
 DEFAULT_REPORT = Path(".livetail") / "report.json"
 DEFAULT_TRACES = Path(".livetail") / "traces"
 DIFFERENTIAL = "differential"

@@ -213,7 +213,7 @@ def shared_plans(d: DeviceDriver) -> None:
     lcm = d.lcm
     for first in (0, 2):
         for mask in (7, 6):
-            for tokens in (lcm + 1, d.long):
+            for tokens in (d.long,):
                 d.free_all()
                 d.step(0, 2 * lcm + d.window, 0)
                 e = d.low(0)
@@ -290,7 +290,7 @@ DEVICE_GROUPS: list[tuple[GroupGeometry, ...]] = [
 ]
 # (script, pool pages, the DEVICE_GROUPS it runs on): roomy pools for the shapes, tight
 # ones for the pressure; each script on the layouts where its situation has the most
-# variety (about 800 steps in all: the CPU of some 6 random examples).
+# variety.
 DEVICE_SCRIPTS: list[tuple[Callable[[DeviceDriver], None], int, tuple[int, ...]]] = [
     (shrinking_tables, 64, (0, 3, 4, 6)),
     (hits_with_holes, 48, (0, 1, 3, 5)),
