@@ -65,6 +65,17 @@ def _maybe_variant(name: str | None) -> Iterator[None]:
             yield
 
 
+def _kept_trace(
+    found: dict[str, Any], impls: Sequence[Impl], origin: str, variant: str | None, minimize: bool
+) -> dict[str, Any]:
+    """The trace a failure leaves: `found` minimized (with `minimize`), replayed once more so
+    that its observed part is the minimal run's (`found` if that no longer fails)."""
+    small = minimize_trace(found, impls) if minimize else found
+    world, _ = run_trace(small, impls)
+    kept: dict[str, Any] = world.to_trace(origin, variant) if world.failure else found
+    return kept
+
+
 def run_differential(
     impls: Sequence[Impl],
     *,
@@ -124,9 +135,7 @@ def run_differential(
         except (StepFailure, HostStepFailure, Flaky) as e:
             failure = str(e)
         if failure is not None and sink.last is not None:
-            small = minimize_trace(sink.last, impls) if minimize else sink.last
-            world, _ = run_trace(small, impls)
-            trace = world.to_trace(origin, variant) if world.failure else sink.last
+            trace = _kept_trace(sink.last, impls, origin, variant, minimize)
     result = DifferentialResult(
         min(sink.examples, examples), time.monotonic() - start, failure, trace, steps=sink.steps
     )
@@ -169,9 +178,7 @@ def run_scenarios(
                 head = f"scenario {scenario.name}, step {rep.index} {describe_op(rep.op)} failed:"
                 failure = "\n".join([head, *(f"  {f}" for f in rep.failures)])
                 found = world.to_trace(origin, variant)
-                small = minimize_trace(found, impls) if minimize else found
-                again, _ = run_trace(small, impls)
-                trace = again.to_trace(origin, variant) if again.failure else found
+                trace = _kept_trace(found, impls, origin, variant, minimize)
                 break
     result = DifferentialResult(done, time.monotonic() - start, failure, trace, steps=steps)
     if trace is not None and traces_dir is not None:
