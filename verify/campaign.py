@@ -1,8 +1,10 @@
 """Run the differential machines for a budget of examples and keep the failing trace.
 
 ``run_campaign`` is what ``livetail verify --examples N`` calls (spec against native, the
-device machine then the host-tier machine); ``run_differential`` is the general form the
-tests use (either machine, any implementations, a wrong spec variant, a fixed seed).
+device machine then the host-tier machine, each its targeted scenarios of
+``verify/scenarios.py`` first); ``run_differential`` is the general form the tests use
+(either machine, any implementations, a wrong spec variant, a fixed seed) and
+``run_scenarios`` runs the scenarios alone.
 Hypothesis stops at the first failure, shrinks it, and replays the minimal example last;
 that last run is the trace written.
 """
@@ -29,7 +31,8 @@ from .machine.lockstep import run_trace
 from .machine.rules import differential_machine
 from .machine.side import Impl, implementations
 from .machine.sink import TraceSink
-from .machine.step import StepFailure
+from .machine.step import StepFailure, describe_op
+from .scenarios import scenarios
 from .trace import DEFAULT_TRACES_DIR, TraceError, parse_trace, write_trace
 
 STEPS_PER_EXAMPLE = 50
@@ -57,6 +60,17 @@ def _maybe_variant(name: str | None) -> Iterator[None]:
     else:
         with variants.applied(name):
             yield
+
+
+def _kept_trace(
+    found: dict[str, Any], impls: Sequence[Impl], origin: str, variant: str | None, minimize: bool
+) -> dict[str, Any]:
+    """The trace a failure leaves: `found` minimized (with `minimize`), replayed once more so
+    that its observed part is the minimal run's (`found` if that no longer fails)."""
+    small = minimize_trace(found, impls) if minimize else found
+    world, _ = run_trace(small, impls)
+    kept: dict[str, Any] = world.to_trace(origin, variant) if world.failure else found
+    return kept
 
 
 def run_differential(
@@ -118,12 +132,52 @@ def run_differential(
         except (StepFailure, HostStepFailure, Flaky) as e:
             failure = str(e)
         if failure is not None and sink.last is not None:
-            small = minimize_trace(sink.last, impls) if minimize else sink.last
-            world, _ = run_trace(small, impls)
-            trace = world.to_trace(origin, variant) if world.failure else sink.last
+            trace = _kept_trace(sink.last, impls, origin, variant, minimize)
     result = DifferentialResult(
         min(sink.examples, examples), time.monotonic() - start, failure, trace, steps=sink.steps
     )
+    if trace is not None and traces_dir is not None:
+        result.trace_path = write_trace(trace, traces_dir)
+    return result
+
+
+def run_scenarios(
+    impls: Sequence[Impl],
+    *,
+    tier: str = "device",
+    variant: str | None = None,
+    traces_dir: Path | str | None = DEFAULT_TRACES_DIR,
+    minimize: bool = True,
+    origin: str = "scenarios",
+) -> DifferentialResult:
+    """Run the targeted scenarios of `tier` (``verify/scenarios.py``) on `impls` in lockstep.
+
+    Each scenario builds one situation the random examples reach only now and then; they
+    run in order and the first failing one stops the run (``examples``: the scenarios run,
+    the failing one last).  A failure is minimized and written like a random example's.
+    """
+    if tier not in ("device", "host"):
+        raise ValueError(f"tier must be 'device' or 'host', not {tier!r}")
+    impls = [
+        Impl(f"spec[{variant}]", i.module) if variant and i.label == "spec" else i for i in impls
+    ]
+    start = time.monotonic()
+    done = steps = 0
+    failure: str | None = None
+    trace: dict[str, Any] | None = None
+    with _maybe_variant(variant):
+        for scenario in scenarios(tier):
+            world = scenario.run(impls)
+            done += 1
+            steps += len(world.ops)
+            if world.failure is not None:
+                rep = world.failure
+                head = f"scenario {scenario.name}, step {rep.index} {describe_op(rep.op)} failed:"
+                failure = "\n".join([head, *(f"  {f}" for f in rep.failures)])
+                found = world.to_trace(origin, variant)
+                trace = _kept_trace(found, impls, origin, variant, minimize)
+                break
+    result = DifferentialResult(done, time.monotonic() - start, failure, trace, steps=steps)
     if trace is not None and traces_dir is not None:
         result.trace_path = write_trace(trace, traces_dir)
     return result
@@ -135,13 +189,15 @@ def run_campaign(
     seed: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Spec against native for `examples` examples of the device machine, then as many of
-    the host-tier machine; failing traces go to `traces_dir`.
+    """Spec against native: the device machine's targeted scenarios then `examples` random
+    examples, then the host-tier machine's scenarios and as many random examples; failing
+    traces go to `traces_dir`.  A machine whose scenarios fail runs no random example.
 
-    Returns {"examples", "host_examples", "steps", "host_steps" (ops run, every example
-    of each machine), "failures" (machines that failed), "traces",
-    "seconds", "implementations", "seed", "failure"}.  `progress` sees (done, 2 *
-    examples), the host machine's examples counted after the device machine's.  Raises
+    Returns {"examples", "host_examples" (random examples run), "scenarios",
+    "host_scenarios" (scenarios run), "steps", "host_steps" (ops run, scenarios and every
+    example of each machine), "failures" (machines that failed), "traces", "seconds",
+    "implementations", "seed", "failure"}.  `progress` sees (done, 2 * examples), the host
+    machine's examples counted after the device machine's.  Raises
     ``machine.side.NativeUnavailable`` when the native module cannot be imported.
     """
     impls = implementations("both")
@@ -152,8 +208,13 @@ def run_campaign(
         report = progress
         return lambda done, total: report(offset + done, 2 * examples)
 
-    results = [
-        run_differential(
+    results = []
+    for offset, tier in ((0, "device"), (examples, "host")):
+        targeted = run_scenarios(impls, tier=tier, traces_dir=traces_dir)
+        if targeted.failed:
+            results.append((targeted, DifferentialResult(0, 0.0)))
+            continue
+        randomly = run_differential(
             impls,
             examples=examples,
             seed=seed,
@@ -161,20 +222,21 @@ def run_campaign(
             progress=ticker(offset),
             tier=tier,
         )
-        for offset, tier in ((0, "device"), (examples, "host"))
-    ]
-    device, host = results
-    failures = [] if device.failure is None else [device.failure]
-    if host.failure is not None:
-        failures.append(f"host tier: {host.failure}")
+        results.append((targeted, randomly))
+    (device_s, device), (host_s, host) = results
+    failures = [r.failure for r in (device_s, device) if r.failure is not None]
+    failures += [f"host tier: {r.failure}" for r in (host_s, host) if r.failure is not None]
+    runs = [r for pair in results for r in pair]
     return {
         "examples": device.examples,
         "host_examples": host.examples,
-        "steps": device.steps,
-        "host_steps": host.steps,
+        "scenarios": device_s.examples,
+        "host_scenarios": host_s.examples,
+        "steps": device_s.steps + device.steps,
+        "host_steps": host_s.steps + host.steps,
         "failures": len(failures),
-        "traces": [str(r.trace_path) for r in results if r.trace_path is not None],
-        "seconds": round(device.seconds + host.seconds, 3),
+        "traces": [str(r.trace_path) for r in runs if r.trace_path is not None],
+        "seconds": round(sum(r.seconds for r in runs), 3),
         "implementations": [i.label for i in impls],
         "seed": seed,
         "failure": "\n".join(failures) or None,

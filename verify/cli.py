@@ -34,7 +34,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 DEFAULT_EXAMPLES = 200
-QUICK_EXAMPLES = 25
+QUICK_EXAMPLES = 10
 DEFAULT_REPORT = Path(".livetail") / "report.json"
 DEFAULT_TRACES = Path(".livetail") / "traces"
 DIFFERENTIAL = "differential"
@@ -53,14 +53,16 @@ def _verify_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--quick",
         action="store_true",
-        help=f"short run for CI: {QUICK_EXAMPLES} campaign examples, no bit-vector search, "
-        "small-domain search only in the theorems that claim a wrong variant",
+        help=f"short run for CI: the campaign's targeted scenarios and {QUICK_EXAMPLES} random "
+        "examples per machine, no bit-vector search, small-domain search only in the theorems "
+        "that claim a wrong variant",
     )
     p.add_argument(
         "--examples",
         type=int,
         metavar="N",
-        help=f"differential campaign examples (default {DEFAULT_EXAMPLES}; 0 skips it)",
+        help=f"differential campaign: random examples per machine after the targeted "
+        f"scenarios (default {DEFAULT_EXAMPLES}; 0 skips the campaign)",
     )
     p.add_argument(
         "--only",
@@ -173,7 +175,7 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
     progress.update(task, completed=2 * examples, total=2 * examples)
     out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
     out["cpu_seconds"] = round(time.thread_time() - c0, 3)  # this thread runs the campaign
-    for k in ("host_examples", "steps", "host_steps"):
+    for k in ("host_examples", "scenarios", "host_scenarios", "steps", "host_steps"):
         if k in res:
             out[k] = res[k]
     out["ok"] = not res.get("failures")
@@ -283,8 +285,11 @@ def _print_tables(console: Console, report: dict[str, Any]) -> None:
             verdict = "[bold red]divergence[/]"
         host = f" + {d['host_examples']} host-tier" if "host_examples" in d else ""
         steps = f", {d['steps'] + d['host_steps']} steps" if "steps" in d else ""
+        targeted = ""
+        if "scenarios" in d:
+            targeted = f"{d['scenarios'] + d.get('host_scenarios', 0)} scenarios, "
         t.add_row(
-            f"differential campaign ({d['examples']}{host} examples{steps})",
+            f"differential campaign ({targeted}{d['examples']}{host} examples{steps})",
             "spec/native",
             verdict,
             "no divergence",
