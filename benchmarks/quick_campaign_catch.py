@@ -84,37 +84,13 @@ def _plan_counts_shared(c: Coordinator, requests: object) -> StepPlan:
     # request shares it.
     rs = _check_requests(c, requests)
     needs = [sum(m.blocks_needed_for(t, n) for m, t in zip(c._managers, ts)) for ts, n in rs]
-    prefix, free = sum(needs), c.pool.num_free
-    seen: set[int] = set()
-    released = 0
-    k = len(rs)
-    while prefix > free + released:
-        k -= 1
-        prefix -= needs[k]
-        for t in rs[k][0]:
-            for p in t.slots:
-                if p and p not in seen:
-                    seen.add(p)
-                    released += 1
-    return StepPlan(c, rs, k, prefix, released, free + released - prefix, k > 0 or not rs)
+    free = c.pool.num_free
 
+    def released_from(k: int) -> int:
+        return len({p for ts, _ in rs[k:] for t in ts for p in t.slots if p})
 
-def _plan_fits_strict(c: Coordinator, requests: object) -> StepPlan:
-    # Wrong: a prefix whose need equals the free pages (plus the released) is cut too.
-    rs = _check_requests(c, requests)
-    needs = [sum(m.blocks_needed_for(t, n) for m, t in zip(c._managers, ts)) for ts, n in rs]
-    prefix, free = sum(needs), c.pool.num_free
-    held: dict[int, int] = {}
-    released = 0
-    k = len(rs)
-    while k > 0 and prefix >= free + released:
-        k -= 1
-        prefix -= needs[k]
-        for t in rs[k][0]:
-            for p in t.slots:
-                if p:
-                    held[p] = held.get(p, 0) + 1
-                    released += held[p] == c.pool._ref[p]
+    k = int(runs.plan_stepped(needs, free, released_from))
+    prefix, released = sum(needs[:k]), released_from(k)
     return StepPlan(c, rs, k, prefix, released, free + released - prefix, k > 0 or not rs)
 
 
@@ -142,13 +118,6 @@ EXTRA: dict[str, Variant] = {
             "plan_step",
             _plan_counts_shared,
         ),
-        Variant(
-            "x-plan-fits-strict",
-            "plan_step preempts a request whose need exactly fits",
-            spec_coordinator,
-            "plan_step",
-            _plan_fits_strict,
-        ),
     ]
 }
 
@@ -159,13 +128,8 @@ def patched(name: str) -> Iterator[str | None]:
     if name not in EXTRA:
         yield name
         return
-    v = EXTRA[name]
-    original = v.target.__dict__[v.attribute]
-    setattr(v.target, v.attribute, v.replacement)
-    try:
+    with variants.patched(EXTRA[name]):
         yield None
-    finally:
-        setattr(v.target, v.attribute, original)
 
 
 # --- the measurement -------------------------------------------------------------------

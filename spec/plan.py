@@ -90,22 +90,24 @@ def plan_step(c: Coordinator, requests: object) -> StepPlan:
     # released_from(k): pages preempting requests k.. puts back. The plan asks it for
     # k = n, n-1, ... down to its answer, so only the preempted requests' slots are scanned.
     held: dict[int, int] = {}  # page -> references held by the scanned suffix
-    scanned = [len(rs), 0]  # the suffix scanned so far, the pages it releases
+    first = len(rs)  # the suffix scanned so far starts here
+    released = 0  # the pages it releases
 
     def released_from(k: int) -> int:
-        while scanned[0] > k:
-            scanned[0] -= 1
-            for t in rs[scanned[0]][0]:
+        nonlocal first, released
+        while first > k:
+            first -= 1
+            for t in rs[first][0]:
                 for p in t.slots:
                     if p:
                         held[p] = held.get(p, 0) + 1
                         if held[p] == pool._ref[p]:
-                            scanned[1] += 1
-        return scanned[1]
+                            released += 1
+        return released
 
     k = int(runs.plan_stepped(needs, free, released_from))
-    prefix, released = sum(needs[:k]), released_from(k)
-    return StepPlan(c, rs, k, prefix, released, free + released - prefix, k > 0 or not rs)
+    prefix, back = sum(needs[:k]), released_from(k)
+    return StepPlan(c, rs, k, prefix, back, free + back - prefix, k > 0 or not rs)
 
 
 def apply_step(c: Coordinator, plan: object) -> None:

@@ -302,6 +302,7 @@ def plan_stepped(
         done = fits
     return stepped
 
+
 def _pick(c: Bool, then: Num, otherwise: Num, ar: Arith) -> Num:
     return ar.cond(c, lambda: then, lambda: otherwise)
 

@@ -365,10 +365,17 @@ def applied(name: str) -> Iterator[Variant]:
     except KeyError:
         known = ", ".join([*VARIANTS, *HOST_VARIANTS])
         raise ValueError(f"unknown variant {name!r}; known: {known}") from None
+    with patched(v):
+        yield v
+
+
+@contextlib.contextmanager
+def patched(v: Variant) -> Iterator[None]:
+    """Patch the spec with `v` (registered or not) inside the block; restore it afterwards."""
     original = v.target.__dict__[v.attribute]
     setattr(v.target, v.attribute, v.replacement)
     try:
-        yield v
+        yield
     finally:
         setattr(v.target, v.attribute, original)
 
