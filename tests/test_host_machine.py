@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
@@ -76,7 +78,10 @@ def test_every_host_variant_has_an_oracle_message() -> None:
 
 @pytest.mark.parametrize("name", BY_MACHINE)
 def test_wrong_host_variant_is_caught_and_its_minimal_trace_replays(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    assert_one_minimal: Callable[[dict[str, Any], str], None],
 ) -> None:
     _oracle_only(monkeypatch)
     result = run_differential(
@@ -102,14 +107,7 @@ def test_wrong_host_variant_is_caught_and_its_minimal_trace_replays(
     assert any(words in f for f in trace["observed"]["failures"]), trace["observed"]
     assert trace["observed"]["step"] == len(trace["ops"]) - 1
 
-    # 1-minimal: without any one of its ops the trace no longer fails the same way.
-    first = trace["observed"]["properties"][0]
-    with variants.applied(name):
-        for i in range(len(trace["ops"]) - 1):
-            shorter = {**trace, "ops": trace["ops"][:i] + trace["ops"][i + 1 :]}
-            world, _ = run_trace(shorter, implementations("spec"))
-            still = world.failure is not None and first in world.failure.failed_properties()
-            assert not still, f"op {i} of {trace['ops']} is not needed"
+    assert_one_minimal(trace, name)
 
     monkeypatch.undo()  # replay as the command line does: the spec's own checks on
     code, text = _replay(result.trace_path, "--variant", name)

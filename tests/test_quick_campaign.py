@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
 from livetail.spec.managers import _Manager
 from livetail.verify import cli, replay, variants
 from livetail.verify.campaign import run_campaign, run_differential, run_scenarios
-from livetail.verify.machine import implementations, run_trace
+from livetail.verify.machine import implementations
 from livetail.verify.scenarios import DEVICE_SCRIPTS, SCENARIOS, scenarios
 from livetail.verify.trace import load_trace
 
@@ -99,7 +101,9 @@ def test_scenarios_catch_the_variant_against_native(name: str) -> None:
 
 
 def test_a_caught_variant_leaves_a_minimal_trace_that_replays(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    assert_one_minimal: Callable[[dict[str, Any], str], None],
 ) -> None:
     _oracle_only(monkeypatch)
     name = MISSED_BY_25[0]
@@ -110,14 +114,7 @@ def test_a_caught_variant_leaves_a_minimal_trace_that_replays(
     assert (trace["origin"], trace["variant"]) == ("scenarios", name)
     assert set(CAUGHT_BY[name]) & set(trace["observed"]["properties"])
     assert trace["observed"]["step"] == len(trace["ops"]) - 1
-    # 1-minimal: without any one of its ops the trace no longer fails the same way.
-    first = trace["observed"]["properties"][0]
-    with variants.applied(name):
-        for i in range(len(trace["ops"]) - 1):
-            shorter = {**trace, "ops": trace["ops"][:i] + trace["ops"][i + 1 :]}
-            world, _ = run_trace(shorter, implementations("spec"))
-            still = world.failure is not None and first in world.failure.failed_properties()
-            assert not still, f"op {i} of {trace['ops']} is not needed"
+    assert_one_minimal(trace, name)
     for args, code in (([name], 1), ([], 0)):
         out = io.StringIO()
         extra = ["--variant", *args] if args else []

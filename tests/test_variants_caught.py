@@ -13,13 +13,14 @@ example to a 1-minimal trace in milliseconds, which the last assertion checks.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
 from livetail.verify import replay, variants
 from livetail.verify.campaign import run_differential
-from livetail.verify.machine.lockstep import run_trace
 from livetail.verify.machine.side import implementations
 from livetail.verify.trace import load_trace
 
@@ -68,7 +69,9 @@ def _replay(path: Path, *args: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("name", sorted(CAUGHT_BY))
-def test_wrong_variant_is_caught_and_its_minimal_trace_replays(name: str, tmp_path: Path) -> None:
+def test_wrong_variant_is_caught_and_its_minimal_trace_replays(
+    name: str, tmp_path: Path, assert_one_minimal: Callable[[dict[str, Any], str], None]
+) -> None:
     result = run_differential(
         implementations("spec"),
         examples=2000,
@@ -96,11 +99,4 @@ def test_wrong_variant_is_caught_and_its_minimal_trace_replays(name: str, tmp_pa
     assert code == 0, text
     assert f"add --variant {name} to reproduce" in text
 
-    # 1-minimal: without any one of its ops the trace no longer fails the same way.
-    first = trace["observed"]["properties"][0]
-    with variants.applied(name):
-        for i in range(len(trace["ops"]) - 1):
-            shorter = {**trace, "ops": trace["ops"][:i] + trace["ops"][i + 1 :]}
-            world, _ = run_trace(shorter, implementations("spec"))
-            still = world.failure is not None and first in world.failure.failed_properties()
-            assert not still, f"op {i} of {trace['ops']} is not needed"
+    assert_one_minimal(trace, name)
