@@ -196,14 +196,15 @@ class BlockPool:
         pages = []
         evicted = False
         for _ in range(k):
-            if self._front:
+            # Where the next page comes from and whether it loses its name: spec/slots.py's
+            # rules (the stack's top, else the queue's head: the oldest free page).
+            if slots.from_front(len(self._front), len(self._queue)):
                 page = self._front.pop()
             else:
                 page = next(iter(self._queue))
                 del self._queue[page]
-                # Eviction: the oldest free page loses its name.
-                if self._drop_name(page):
-                    evicted = True
+            if slots.evicts(page in self._name_of) and self._drop_name(page):
+                evicted = True
             self._ref[page] = 1
             pages.append(page)
         self._counters["pages_allocated"] += k
@@ -313,7 +314,8 @@ class BlockPool:
                 dropped += 1
                 if self._ref[p] == 0:
                     moved.append(p)
-        if self._retention and moved:
+        # A page that lost its name goes where an unnamed release would put it.
+        if moved and slots.joins_front(False, self._retention):
             self._version += 1
             for p in reversed(moved):
                 del self._queue[p]

@@ -160,6 +160,29 @@ def removes(holders: Num, ar: Arith = INT) -> Bool:
     return holders == 0
 
 
+# --- the pool: where an allocated page comes from ------------------------------------------
+
+
+def from_front(front: Num, queue: Num, ar: Arith = INT) -> Bool:
+    """Does an allocation's next page come off the stack of unnamed released pages?
+
+    ``front`` and ``queue`` are the pages left on that stack and in the ordered queue behind
+    it (never-used pages, then named released ones).  The free queue is the stack, top
+    first, then the ordered queue: taking the stack while it holds a page takes the free
+    queue's head, so an allocation of k takes its first k pages in order (section 2).
+    """
+    return front > 0
+
+
+def evicts(named: Bool, ar: Arith = INT) -> Bool:
+    """Does the page an allocation takes lose its name?  Iff it carries one.
+
+    A page handed out is written afresh, so its prefix-cache name goes (eviction); under
+    the retention rule only a page from the ordered queue's named tail can carry one.
+    """
+    return named
+
+
 # --- the model's glue -----------------------------------------------------------------------
 
 
@@ -197,8 +220,10 @@ __all__ = [
     "batch",
     "claim_cell",
     "claim_takes",
+    "evicts",
     "free_batch",
     "freed",
+    "from_front",
     "in_band",
     "joins_front",
     "loaded",

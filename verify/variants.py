@@ -467,3 +467,50 @@ HOST_VARIANTS: dict[str, Variant] = {
         ),
     )
 }
+
+
+# --- the pool's queue rules (semantics section 2, spec/slots.py) --------------------------
+
+
+def _queue_before_front(front: Num, queue: Num, ar: Arith = geo.INT) -> Any:
+    # Wrong: an allocation takes the ordered queue's head first and the stack of unnamed
+    # released pages only once the queue is empty (a name goes while unnamed pages are free).
+    return queue == 0
+
+
+def _keeps_name(named: Any, ar: Arith = geo.INT) -> Any:
+    # Wrong: the page an allocation takes keeps its prefix-cache name (no eviction).
+    return False
+
+
+def _named_joins_front(named: Any, retention: Any, ar: Arith = geo.INT) -> Any:
+    # Wrong: with retention on every released page joins the front, named ones too.
+    return retention
+
+
+VARIANTS.update(
+    (v.name, v)
+    for v in (
+        Variant(
+            "alloc-queue-before-front",
+            "an allocation takes the ordered queue's head before the stack of unnamed pages",
+            spec_slots,
+            "from_front",
+            _queue_before_front,
+        ),
+        Variant(
+            "alloc-keeps-name",
+            "the page an allocation takes keeps its prefix-cache name",
+            spec_slots,
+            "evicts",
+            _keeps_name,
+        ),
+        Variant(
+            "named-release-joins-front",
+            "a released named page joins the queue's front like an unnamed one",
+            spec_slots,
+            "joins_front",
+            _named_joins_front,
+        ),
+    )
+)

@@ -64,7 +64,7 @@ from .reclaim import (
     reclaim_slots,
     reclaimable_slots,
 )
-from .retention import retention_bounded
+from .retention import retention_bounded, retention_queue
 from .sequential_charge import (
     admission_promise,
     combined_charge_under_counts,
@@ -106,6 +106,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (naming_reaches, "7.8 (naming reaches every page a hit needs)"),
     (step_plan, "7.10 (two requests, no page shared between them)"),
     (events_replay, "7.12 (replay = names, inductive per name)"),
+    (retention_queue, "7.9 (the free queue's order, inductive)"),
     (claim_slots, "7.11 and 7.8 per slot (the claim places matched and loaded pages)"),
     (offload_reachable, "7.11 (offload picks exactly the reachable slots)"),
     (acquire_all_or_nothing_bounded, "7.1 (bounded)"),

@@ -1,18 +1,28 @@
-"""Section 7, property 9 (retention): bounded, exhaustive over the spec.
+"""Section 7, property 9 (retention): unbounded over the pool's queue rules, and bounded,
+exhaustive over the spec.
 
-Retention is procedural (a queue, reference counts), so the theorem runs the spec's own
-classes over every configuration inside the stated bounds.
+``retention-queue-invariant`` executes the rules of ``spec/slots.py`` that decide where each
+page an allocation takes comes from, whether it loses its name, and where a released page
+goes, on a free queue of symbolic length in the spec's representation, and proves the
+retention rule as an inductive invariant of that queue.  ``retention-bounded`` runs the
+spec's own classes (queue, reference counts, names, their glue included) over every short
+operation sequence on a small pool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+import z3  # type: ignore[import-untyped]
 from livetail import spec
+from livetail.spec import slots
 
+from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
+from .prover.symbols import Term, indicator, ints
 from .prover.theorem import theorem
 from .worlds.prefix import _clone
 
@@ -100,3 +110,182 @@ def _retention_search() -> tuple[int, Values | None]:
 )
 def retention_bounded(p: Prover) -> None:
     p.exhaust(f"every op sequence of length <= {MAX_OPS}, pool of {POOL_PAGES}", _retention_search)
+
+
+# --- item 9, unbounded: the free queue's order over the pool's executed rules -------------
+#
+# The spec's free queue (spec/pool.py) is a stack of unnamed released pages, top first, then
+# an ordered queue.  A queue here is that representation with symbolic lengths: `front`
+# pages on the stack, `queue` pages behind it, and a named flag for every position (0 is the
+# head).  The invariant's shape is `ordered`: every stack page unnamed, the ordered queue's
+# first `unnamed` pages unnamed and the rest named.  Each transition is the spec's glue (take
+# the page at a position out, put one on the stack's top or the queue's back) around the
+# rules of spec/slots.py, which decide where; the theorem then asks of the queue after, at a
+# symbolic position, that it has the invariant's shape with its own count of unnamed pages.
+
+
+@dataclass(frozen=True)
+class Queue:
+    front: Term  # pages on the stack of unnamed released pages (positions 0 .. front - 1)
+    queue: Term  # pages in the ordered queue behind it
+    unnamed: Term  # how many of the ordered queue's pages carry no name
+    named: Callable[[Term], Term]  # does the page at position x carry a name?
+
+
+def ordered(front: Term, unnamed: Term, queue: Term) -> Queue:
+    """A queue of the invariant's shape: unnamed pages first, then `queue - unnamed` named."""
+    return Queue(front, queue, unnamed, lambda x: x >= front + unnamed)
+
+
+def shaped(q: Queue, x: Term) -> Term:
+    """At position x, `q` has the invariant's shape (and its counts are consistent)."""
+    inside = z3.And(x >= 0, x < q.front + q.queue)
+    counts = z3.And(q.front >= 0, q.unnamed >= 0, q.unnamed <= q.queue)
+    return z3.And(counts, z3.Implies(inside, q.named(x) == (x >= q.front + q.unnamed)))
+
+
+def pick(c: Term, a: Queue, b: Queue) -> Queue:
+    """Queue `a` where `c` holds, else `b` (a rule's decision on symbolic state)."""
+    c = _term(c)
+    return Queue(
+        z3.If(c, a.front, b.front),
+        z3.If(c, a.queue, b.queue),
+        z3.If(c, a.unnamed, b.unnamed),
+        lambda x: z3.If(c, a.named(x), b.named(x)),
+    )
+
+
+def taken_out(q: Queue, p: Term) -> Queue:
+    """The queue without the page at position p; the rest keep their order."""
+    on_stack = p < q.front
+    return Queue(
+        q.front - indicator(on_stack),
+        q.queue - indicator(z3.Not(on_stack)),
+        q.unnamed - indicator(z3.And(p >= q.front, p < q.front + q.unnamed)),
+        lambda x: q.named(z3.If(x >= p, x + 1, x)),
+    )
+
+
+def joined(q: Queue, named: Term, front: Term) -> Queue:
+    """The queue after a page (named or not) joins it: on the stack's top if `front`, else
+    at the ordered queue's back."""
+    top = Queue(q.front + 1, q.queue, q.unnamed, lambda x: z3.If(x == 0, named, q.named(x - 1)))
+    end = q.front + q.queue
+    back = Queue(
+        q.front,
+        q.queue + 1,
+        q.unnamed + indicator(z3.Not(named)),
+        lambda x: z3.If(x == end, named, q.named(x)),
+    )
+    return pick(front, top, back)
+
+
+def _term(b: Any) -> Term:
+    return z3.BoolVal(b) if isinstance(b, bool) else b
+
+
+def allocation_step(pre: Queue) -> tuple[Term, Term, Term, Queue]:
+    """One page of an allocation, by the rules: (position taken, whether the page handed
+    out keeps a name, whether a name was dropped, the queue after)."""
+    top = _term(slots.from_front(pre.front, pre.queue, Z3))
+    at = z3.If(top, 0, pre.front)  # the stack's top, else the ordered queue's head
+    had = pre.named(at)
+    gone = z3.And(had, _term(slots.evicts(had, Z3)))
+    return at, z3.And(had, z3.Not(gone)), gone, taken_out(pre, at)
+
+
+@theorem(
+    "retention-queue-invariant",
+    """Executes the pool's queue rules (spec/slots.py from_front and evicts for each page an
+    allocation takes, joins_front for each page a release or evict_names puts back,
+    claim_takes for a claim) on a free queue in the spec's representation with symbolic
+    lengths: a stack of F released pages, then an ordered queue of Q pages, each position
+    named or not. Symbolic: F, Q, the queue's count U of unnamed pages, the position a claim
+    or evict_names takes, the released page's name flag, the allocation's page index i and
+    the unnamed pages u free when it began; unbounded in all of them. Invariant (retention
+    on): every stack page is unnamed and the ordered queue is U unnamed pages then Q - U
+    named ones. It holds for a new pool and after reset_names, and every transition keeps it:
+    an allocation's page (the stack's top while it has one, else the ordered queue's head),
+    a release (an unnamed page on the stack, a named one at the back: named pages keep their
+    age order), a claim taking any free page out, evict_names moving a free page to the
+    stack unnamed. From it: each page an allocation takes is the free queue's head, leaves
+    unnamed, and drops a name exactly when no unnamed page is free, then the oldest; after i
+    pages u - i unnamed pages remain free (at least 0) and max(0, i - u) names were dropped,
+    so an allocation of k drops a name only when fewer than k unnamed pages are free, the
+    oldest first. With retention off every page joins the back (one FIFO queue). Naming
+    touches pinned pages only, so it leaves the free queue as it is.""",
+    """Sliding-window churn reuses its own unnamed pages; a cached prefix is evicted only
+    when no unnamed page is free, oldest first, however long the pool and its queue.""",
+    kills=("alloc-queue-before-front", "alloc-keeps-name", "named-release-joins-front"),
+    cost=1,
+    rlimit=1_000_000,
+    executes=("slots.from_front", "slots.evicts", "slots.joins_front", "slots.claim_takes"),
+)
+def retention_queue(p: Prover) -> None:
+    f, u, n, x, at, ref, flag = ints("F U Q x at ref named")
+    # The released page's name flag, an Int (0: unnamed, 1: named) so that the small-domain
+    # search, which confirms its models over the Int symbols, decides it too.
+    named = flag == 1
+    pre = ordered(f, u, n)
+    hyps = [f >= 0, u >= 0, u <= n]
+    show = {"F": f, "U": u, "Q": n, "x": x}
+
+    p.prove("a new pool's queue has the shape", shaped(ordered(0, n, n), x), [n >= 0], show)
+    cleared = Queue(f, n, n, lambda _: z3.BoolVal(False))
+    p.prove("reset_names keeps the shape", shaped(cleared, x), hyps, show)
+
+    # An allocation's next page (a page is free: F + Q >= 1).
+    taken, kept, dropped, post = allocation_step(pre)
+    one = [*hyps, f + n >= 1]
+    show1 = {**show, "taken": taken}
+    p.prove("an allocation takes the free queue's head", taken == 0, one, show1)
+    p.prove("the side it takes from holds a page", z3.If(taken < f, f >= 1, n >= 1), one, show1)
+    p.prove("the page it hands out carries no name", z3.Not(kept), one, show1)
+    p.prove("the queue after an allocation's page has the shape", shaped(post, x), one, show1)
+    p.prove(
+        "it drops a name exactly when no unnamed page is free, the oldest",
+        z3.And(dropped == (f + u == 0), z3.Implies(dropped, taken == f + u)),
+        one,
+        show1,
+    )
+
+    # A whole allocation, by induction over its pages: before page i, max(0, u0 - i) unnamed
+    # pages are free and max(0, i - u0) names were dropped.
+    u0, i, d = ints("u0 i dropped_before")
+    mx = Z3.max
+    before = [*one, u0 >= 0, i >= 0, f + u == mx(0, u0 - i), d == mx(0, i - u0)]
+    p.prove(
+        "after each page of an allocation, the unnamed and dropped counts follow",
+        z3.And(
+            post.front + post.unnamed == mx(0, u0 - (i + 1)),
+            d + indicator(dropped) == mx(0, i + 1 - u0),
+        ),
+        before,
+        {**show1, "u0": u0, "i": i},
+    )
+
+    # A release of a page whose count dropped to 0 (named or not), retention on.
+    back = joined(pre, named, slots.joins_front(named, True, Z3))
+    released = [*hyps, flag >= 0, flag <= 1]
+    p.prove("a release keeps the shape", shaped(back, x), released, {**show, "named": flag})
+    p.prove(
+        "with retention off every page joins the back",
+        z3.Not(_term(slots.joins_front(named, False, Z3))),
+        [flag >= 0, flag <= 1],
+        {"named": flag},
+    )
+
+    # A claim takes a free page (count 0) out wherever it is.
+    in_queue = [*hyps, at >= 0, at < f + n, ref == 0]
+    claimed = pick(slots.claim_takes(ref, Z3), taken_out(pre, at), pre)
+    show2 = {**show, "at": at}
+    p.prove("a claim takes the free page out", _term(slots.claim_takes(ref, Z3)), in_queue, show2)
+    p.prove("a claim keeps the shape", shaped(claimed, x), in_queue, show2)
+
+    # evict_names on a named free page: it loses its name and goes where an unnamed release
+    # goes (retention on).
+    evicted = [*hyps, at >= f + u, at < f + n]
+    goes = slots.joins_front(False, True, Z3)
+    stays = Queue(f, n, u + 1, lambda y: z3.And(y != at, pre.named(y)))
+    moved = pick(goes, joined(taken_out(pre, at), z3.BoolVal(False), True), stays)
+    p.prove("evict_names keeps the shape", shaped(moved, x), evicted, show2)

@@ -37,6 +37,10 @@ MODEL_CALLS = frozenset(
         "slots.takes_name",
         "slots.stores",
         "slots.removes",
+        "slots.from_front",
+        "slots.evicts",
+        "slots.joins_front",
+        "slots.claim_takes",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against
