@@ -56,6 +56,9 @@ CAUGHT_BY = {
     "plan-fits-strict": ("step-plan",),
     "removes-while-copies-remain": ("conservation", "events"),
     "claim-cell-host-id": ("host-data",),
+    "alloc-queue-before-front": ("exact-take",),
+    "alloc-keeps-name": ("exact-take",),
+    "named-release-joins-front": ("retention",),
 }
 # Which pages carry names the spec-alone oracle compares rather than predicts: these
 # variants show only as a disagreement with the native module (property "agree").

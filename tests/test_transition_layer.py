@@ -1,7 +1,8 @@
 """The model's table transitions are computed by the rules Z3 executes (spec/slots.py).
 
 reclaim_expired, blocks_reclaimable_at, free and claim write and count each slot through a
-rule of spec/slots.py, and the pool sends each released page where slots.joins_front says.
+rule of spec/slots.py, the pool sends each released page where slots.joins_front says, and
+takes each page of an allocation where slots.from_front says, evicting as slots.evicts says.
 Each test replaces one rule by a different one and checks that the model's effect changes
 exactly as the replaced rule says: so the model computes nothing of these effects itself.
 """
@@ -130,6 +131,76 @@ def test_claim_places_what_claim_cell_says() -> None:
     assert b[0].page_ids() == [1, 2, 0, 4]
 
 
+def churned() -> tuple[spec.Coordinator, spec.BlockPool]:
+    """Pool of 8, one full group of 4 tokens.  Request a takes 1, 2, 3 and names 1 and 2;
+    request b takes 4, 5; both are freed.  The free queue is then the stack of unnamed
+    released pages (3, 4, 5, top first), the never-used 6, 7, and the named 2, 1."""
+    pool = spec.BlockPool(8)
+    c = spec.Coordinator([spec.GroupSpec("full", 4)], pool)
+    keys = spec.page_keys(list(range(8)), 4)
+    a, b = c.new_tables(), c.new_tables()
+    assert c.acquire(a, 12) and c.cache_full_blocks(a, keys, 12) == 2
+    assert c.acquire(b, 8)
+    c.free(b)
+    c.free(a)
+    assert pool.free_queue() == [3, 4, 5, 6, 7, 2, 1]
+    assert (pool.num_free, pool.num_cached, pool.num_cached_free) == (7, 2, 2)
+    return c, pool
+
+
+def test_allocation_takes_where_from_front_says() -> None:
+    c, pool = churned()
+    t = c.new_tables()
+    assert c.acquire(t, 12)  # the first three of the queue: the stack's pages, no eviction
+    assert t[0].page_ids() == [3, 4, 5]
+    assert pool.free_queue() == [6, 7, 2, 1]
+    assert (pool.num_cached, pool.stats()["pages_evicted"]) == (2, 0)
+
+    c, pool = churned()
+    t = c.new_tables()
+    # A rule that takes the ordered queue first: 6, 7, then 2, whose name goes while the
+    # unnamed 3, 4, 5 stay free.
+    with rule("from_front", lambda front, queue, ar=None: queue == 0):
+        assert c.acquire(t, 12)
+    assert t[0].page_ids() == [6, 7, 2]
+    assert pool.free_queue() == [3, 4, 5, 1]
+    assert (pool.num_free, pool.num_pinned) == (4, 3)
+    assert (pool.num_cached, pool.name(2), pool.stats()["pages_evicted"]) == (1, None, 1)
+
+
+def test_allocation_evicts_what_evicts_says() -> None:
+    c, pool = churned()
+    t = c.new_tables()
+    assert c.acquire(t, 28)  # all seven pages: the oldest named page, 2, goes before 1
+    assert t[0].page_ids() == [3, 4, 5, 6, 7, 2, 1]
+    assert (pool.num_cached, pool.stats()["pages_evicted"], pool.stats()["names_removed"]) == (
+        0,
+        2,
+        2,
+    )
+
+    c, pool = churned()
+    t = c.new_tables()
+    with rule("evicts", lambda named, ar=None: False):  # pages handed out keep their names
+        assert c.acquire(t, 28)
+    assert t[0].page_ids() == [3, 4, 5, 6, 7, 2, 1]
+    assert pool.free_queue() == []
+    assert (pool.num_cached, pool.stats()["pages_evicted"], pool.num_cached_free) == (2, 0, 0)
+    assert pool.name(2) is not None and pool.name(1) is not None
+
+
+def test_evict_names_moves_a_page_where_joins_front_says() -> None:
+    c, pool = churned()
+    assert pool.evict_names([1]) == 1
+    assert pool.free_queue() == [1, 3, 4, 5, 6, 7, 2]  # unnamed now: the stack's top
+
+    c, pool = churned()
+    with rule("joins_front", lambda named, retention, ar=None: False):
+        assert pool.evict_names([1]) == 1
+    assert pool.free_queue() == [3, 4, 5, 6, 7, 2, 1]  # it stays where it was, unnamed
+    assert (pool.num_cached, pool.name(1)) == (1, None)
+
+
 MODEL = ("managers.py", "coordinator.py", "pool.py", "detach.py")
 
 
@@ -157,6 +228,8 @@ def test_every_slot_rule_is_called_by_the_model() -> None:
         "claim_cell",
         "claim_takes",
         "joins_front",
+        "from_front",
+        "evicts",
     }
     assert rules <= called, rules - called
 

@@ -35,6 +35,10 @@ CAUGHT_BY = {
     "reclaimable-ignores-names": ("closed-form",),  # counted pages no name makes reclaimable
     "plan-fits-strict": ("step-plan",),  # the plan differs from its definition
     "removes-while-copies-remain": ("names",),  # the pool's names break under the rule
+    # The pool's queue rules (spec/slots.py from_front, evicts, joins_front):
+    "alloc-queue-before-front": ("exact-take",),  # the pages taken are not the queue's head
+    "alloc-keeps-name": ("exact-take",),  # a page handed out still carries its name
+    "named-release-joins-front": ("retention",),  # an unnamed free page behind a named one
 }
 
 

@@ -191,6 +191,10 @@ class LockstepChecks:
             )
         if a.pool.queue != b.pool.queue[len(new_pages) :]:
             problems.append("the queue after is not the queue before minus the pages taken")
+        # A page handed out is written afresh: its prefix-cache name went (section 2).
+        still = sorted(set(new_pages) & {q for q, _ in a.pool.names})
+        if still:
+            problems.append(f"new pages {still} still carry a name")
         others = [
             (rr, g)
             for rr in range(len(b.tables))
