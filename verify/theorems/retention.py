@@ -11,7 +11,7 @@ operation sequence on a small pool.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,6 +194,87 @@ def allocation_step(pre: Queue) -> tuple[Term, Term, Term, Queue]:
     return at, z3.And(had, z3.Not(gone)), gone, taken_out(pre, at)
 
 
+# --- counterexamples as traces ---------------------------------------------------------------
+
+
+def _queue_ops(values: Values, extra: int) -> tuple[list[dict[str, Any]], int] | None:
+    """Ops that leave the free queue of a counterexample (F, U, Q; `extra` more never-used
+    unnamed pages) on a pool of one full group of page size 1 (a token is a page): request 0
+    takes and names the Q - U named pages, request 1 takes the F stack pages, both are freed.
+    Request 2 took one page first, named if the values say so (the page a release returns).
+    Returns the ops and the pool's size."""
+    f, u, q = (int(values.get(k, -1)) for k in ("F", "U", "Q"))
+    if f < 0 or u < 0 or q < u:
+        return None
+    ops: list[dict[str, Any]] = []
+    if "named" in values:
+        ops.append({"op": "acquire", "request": 2, "tokens": 1})
+        if int(values["named"]) == 1:
+            ops.append({"op": "cache", "request": 2, "doc": 1, "tokens": 1})
+    for r, tokens in ((0, q - u), (1, f)):
+        if tokens:
+            ops.append({"op": "acquire", "request": r, "tokens": tokens})
+    if q - u:
+        ops.append({"op": "cache", "request": 0, "doc": 0, "tokens": q - u})
+    ops += [{"op": "free", "request": r} for r, held in ((1, f), (0, q - u)) if held]
+    return ops, 1 + f + q + extra + ("named" in values)
+
+
+def _queue_trace(
+    step: str, values: Values, variant: str | None, extra: int
+) -> dict[str, Any] | None:
+    from ..machine import implementations, run_trace
+    from ..trace import make_trace
+    from .prover.traces import ORIGIN, observed
+
+    built = _queue_ops(values, extra)
+    if built is None:
+        return None
+    ops, num_blocks = built
+    if "named" in values:
+        ops.append({"op": "free", "request": 2})  # the release the step is about
+    elif step.startswith("evict_names"):
+        return None  # the page's id depends on the queue: not a fixed op
+    else:
+        ops.append({"op": "acquire", "request": 2, "tokens": 1})  # an allocation's page
+    name = "retention-queue-invariant"
+    trace = make_trace(
+        [{"kind": "full", "block_size": 1}],
+        num_blocks,
+        3,
+        ops,
+        title=f"{name} counterexample: {step}",
+        origin=ORIGIN,
+        variant=variant,
+        observed=observed(name, ops, f"counterexample of {step}", values),
+    )
+    world, _ = run_trace(trace, implementations("spec"))
+    return trace if world.failure is not None else None
+
+
+def queue_traces(
+    verdict: str, found: Sequence[tuple[str, Values]], variant: str | None
+) -> list[dict[str, Any]]:
+    """The counterexample's free queue built by acquires, names and frees, then the step's
+    operation (one page allocated, or request 2's page released), kept if the spec as it is
+    now fails it; a queue with one more never-used page behind is tried when the
+    counterexample's own does not show (the retention check needs an unnamed page behind a
+    named one)."""
+    if verdict != "counterexample":
+        return []
+    out = []
+    for step, values in found:
+        for extra in (0, 1):
+            try:
+                tr = _queue_trace(step, values, variant, extra)
+            except Exception:  # the values map onto no ops the spec accepts
+                tr = None
+            if tr is not None:
+                out.append(tr)
+                break
+    return out
+
+
 @theorem(
     "retention-queue-invariant",
     """Executes the pool's queue rules (spec/slots.py from_front and evicts for each page an
@@ -217,6 +298,7 @@ def allocation_step(pre: Queue) -> tuple[Term, Term, Term, Queue]:
     """Sliding-window churn reuses its own unnamed pages; a cached prefix is evicted only
     when no unnamed page is free, oldest first, however long the pool and its queue.""",
     kills=("alloc-queue-before-front", "alloc-keeps-name", "named-release-joins-front"),
+    trace=queue_traces,
     cost=1,
     rlimit=1_000_000,
     executes=("slots.from_front", "slots.evicts", "slots.joins_front", "slots.claim_takes"),
@@ -289,3 +371,4 @@ def retention_queue(p: Prover) -> None:
     stays = Queue(f, n, u + 1, lambda y: z3.And(y != at, pre.named(y)))
     moved = pick(goes, joined(taken_out(pre, at), z3.BoolVal(False), True), stays)
     p.prove("evict_names keeps the shape", shaped(moved, x), evicted, show2)
+
