@@ -300,7 +300,7 @@ def queue_traces(
     kills=("alloc-queue-before-front", "alloc-keeps-name", "named-release-joins-front"),
     trace=queue_traces,
     cost=1,
-    rlimit=1_000_000,
+    rlimit=2_000_000,
     executes=("slots.from_front", "slots.evicts", "slots.joins_front", "slots.claim_takes"),
 )
 def retention_queue(p: Prover) -> None:
