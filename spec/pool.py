@@ -235,7 +235,10 @@ class BlockPool:
         return self._name_of.get(page)
 
     def _set_name(self, page: int, name: Name, tokens: tuple[int, ...] | None = None) -> bool:
-        """Names a page; True if the name is new to the pool (which then keeps `tokens`)."""
+        """Names a page; True if the name is new to the pool (which then keeps `tokens`).
+
+        Only a pinned page takes a name: naming never touches the free queue's order."""
+        assert self._ref[page] >= 1, f"naming free page {page}"
         self._name_of[page] = name
         self._counters["pages_named"] += 1
         new = bool(slots.stores(len(self._pages_named.get(name, ()))))

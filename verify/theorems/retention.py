@@ -184,14 +184,15 @@ def _term(b: Any) -> Term:
     return z3.BoolVal(b) if isinstance(b, bool) else b
 
 
-def allocation_step(pre: Queue) -> tuple[Term, Term, Term, Queue]:
-    """One page of an allocation, by the rules: (position taken, whether the page handed
-    out keeps a name, whether a name was dropped, the queue after)."""
+def allocation_step(pre: Queue) -> tuple[Term, Term, Term, Term, Queue]:
+    """One page of an allocation, by the rules: (whether it comes off the stack, the
+    position taken, whether the page handed out keeps a name, whether a name was dropped,
+    the queue after)."""
     top = _term(slots.from_front(pre.front, pre.queue, Z3))
     at = z3.If(top, 0, pre.front)  # the stack's top, else the ordered queue's head
     had = pre.named(at)
     gone = z3.And(had, _term(slots.evicts(had, Z3)))
-    return at, z3.And(had, z3.Not(gone)), gone, taken_out(pre, at)
+    return top, at, z3.And(had, z3.Not(gone)), gone, taken_out(pre, at)
 
 
 # --- counterexamples as traces ---------------------------------------------------------------
@@ -294,7 +295,7 @@ def queue_traces(
     pages u - i unnamed pages remain free (at least 0) and max(0, i - u) names were dropped,
     so an allocation of k drops a name only when fewer than k unnamed pages are free, the
     oldest first. With retention off every page joins the back (one FIFO queue). Naming
-    touches pinned pages only, so it leaves the free queue as it is.""",
+    is no queue transition: the pool names only pinned pages (it asserts so).""",
     """Sliding-window churn reuses its own unnamed pages; a cached prefix is evicted only
     when no unnamed page is free, oldest first, however long the pool and its queue.""",
     kills=("alloc-queue-before-front", "alloc-keeps-name", "named-release-joins-front"),
@@ -317,11 +318,11 @@ def retention_queue(p: Prover) -> None:
     p.prove("reset_names keeps the shape", shaped(cleared, x), hyps, show)
 
     # An allocation's next page (a page is free: F + Q >= 1).
-    taken, kept, dropped, post = allocation_step(pre)
+    top, taken, kept, dropped, post = allocation_step(pre)
     one = [*hyps, f + n >= 1]
     show1 = {**show, "taken": taken}
     p.prove("an allocation takes the free queue's head", taken == 0, one, show1)
-    p.prove("the side it takes from holds a page", z3.If(taken < f, f >= 1, n >= 1), one, show1)
+    p.prove("the side it takes from holds a page", z3.If(top, f >= 1, n >= 1), one, show1)
     p.prove("the page it hands out carries no name", z3.Not(kept), one, show1)
     p.prove("the queue after an allocation's page has the shape", shaped(post, x), one, show1)
     p.prove(
@@ -335,6 +336,12 @@ def retention_queue(p: Prover) -> None:
     # pages are free and max(0, i - u0) names were dropped.
     u0, i, d = ints("u0 i dropped_before")
     mx = Z3.max
+    p.prove(
+        "before an allocation's first page, u0 unnamed pages are free and no name dropped",
+        z3.And(mx(0, u0 - 0) == u0, mx(0, 0 - u0) == 0),
+        [u0 >= 0],
+        {"u0": u0},
+    )
     before = [*one, u0 >= 0, i >= 0, f + u == mx(0, u0 - i), d == mx(0, i - u0)]
     p.prove(
         "after each page of an allocation, the unnamed and dropped counts follow",
