@@ -24,6 +24,7 @@ from .prover.prover import Prover
 from .prover.query import Values
 from .prover.symbols import Term, indicator, ints
 from .prover.theorem import theorem
+from .prover.traces import fails_on_spec, ops_trace
 from .worlds.prefix import _clone
 
 # --- item 9: retention --------------------------------------------------------------------
@@ -224,10 +225,6 @@ def _queue_ops(values: Values, extra: int) -> tuple[list[dict[str, Any]], int] |
 def _queue_trace(
     step: str, values: Values, variant: str | None, extra: int
 ) -> dict[str, Any] | None:
-    from ..machine import implementations, run_trace
-    from ..trace import make_trace
-    from .prover.traces import ORIGIN, observed
-
     built = _queue_ops(values, extra)
     if built is None:
         return None
@@ -238,19 +235,11 @@ def _queue_trace(
         return None  # the page's id depends on the queue: not a fixed op
     else:
         ops.append({"op": "acquire", "request": 2, "tokens": 1})  # an allocation's page
+    groups = [{"kind": "full", "block_size": 1}]
     name = "retention-queue-invariant"
-    trace = make_trace(
-        [{"kind": "full", "block_size": 1}],
-        num_blocks,
-        3,
-        ops,
-        title=f"{name} counterexample: {step}",
-        origin=ORIGIN,
-        variant=variant,
-        observed=observed(name, ops, f"counterexample of {step}", values),
-    )
-    world, _ = run_trace(trace, implementations("spec"))
-    return trace if world.failure is not None else None
+    title, summary = f"{name} counterexample: {step}", f"counterexample of {step}"
+    trace = ops_trace(groups, num_blocks, 3, ops, title, name, variant, values, summary)
+    return trace if fails_on_spec(trace) else None
 
 
 def queue_traces(

@@ -157,8 +157,10 @@ def ops_trace(
     theorem: str,
     variant: str | None,
     values: Mapping[str, Any],
+    summary: str | None = None,
 ) -> dict[str, Any]:
-    """A bounded theorem's failing run, already expressed as trace ops."""
+    """A failing run already expressed as trace ops (a bounded theorem's, or a counterexample
+    built into ops); ``summary`` says what failed (default: the values' problem, or the title)."""
     return make_trace(
         list(groups),
         num_blocks,
@@ -167,7 +169,7 @@ def ops_trace(
         title=title,
         origin=ORIGIN,
         variant=variant,
-        observed=observed(theorem, ops, str(values.get("problem", title)), values),
+        observed=observed(theorem, ops, summary or str(values.get("problem", title)), values),
     )
 
 
@@ -241,8 +243,6 @@ def transition_trace(
 def _transition_trace(
     step: str, values: Mapping[str, Any], theorem: str, variant: str | None, kind: str | None
 ) -> dict[str, Any] | None:
-    from ...machine import implementations, run_trace
-
     v = _normalised(step, values, kind)
     if v is None or v["B"] < 1 or v["W"] < 1 or v["m"] < 1:
         return None
@@ -273,18 +273,17 @@ def _transition_trace(
         coord.managers[0].acquire(coord.pool, tables[0], prefix)
         pinned = coord.pool.num_pinned
     free = v.get("F", 4 * (slots + v.get("n", 0) + v.get("first", 0) + v.get("extra", 0) + 4))
-    trace = make_trace(
-        groups,
-        1 + pinned + free,
-        1,
-        ops,
-        title=f"{theorem} counterexample: {step}",
-        origin=ORIGIN,
-        variant=variant,
-        observed=observed(theorem, ops, f"counterexample of {step}", values),
-    )
+    title, summary = f"{theorem} counterexample: {step}", f"counterexample of {step}"
+    trace = ops_trace(groups, 1 + pinned + free, 1, ops, title, theorem, variant, values, summary)
+    return trace if fails_on_spec(trace) else None
+
+
+def fails_on_spec(trace: dict[str, Any]) -> bool:
+    """Does the trace fail on the spec as it is now (under its variant, when patched)?"""
+    from ...machine import implementations, run_trace
+
     world, _ = run_trace(trace, implementations("spec"))
-    return trace if world.failure is not None else None
+    return world.failure is not None
 
 
 def transition_traces(theorem: str, kind: str | None = None) -> Any:
