@@ -157,7 +157,8 @@ def pick(c: Term, a: Queue, b: Queue) -> Queue:
 
 
 def taken_out(q: Queue, p: Term) -> Queue:
-    """The queue without the page at position p; the rest keep their order."""
+    """The queue without the page at position p; the rest keep their order (`q` of the
+    invariant's shape, which says whether the page was one of the queue's unnamed ones)."""
     on_stack = p < q.front
     return Queue(
         q.front - indicator(on_stack),
