@@ -15,6 +15,7 @@ from livetail.spec import geometry as geo
 from livetail.spec import runs, slots
 
 from ..z3arith import Z3
+from .host_traces import claim_slot_traces
 from .prover.prover import Prover
 from .prover.query import Values
 from .prover.states import follows_runs, group, slot_pages
@@ -411,6 +412,7 @@ def loads_land_in_real_slots(p: Prover) -> None:
     cost=2,
     rlimit=2_000_000,
     executes=("claim_run", "slots.claim_cell"),
+    trace=claim_slot_traces("claim-places-matched-and-loaded-pages"),
 )
 def claim_slots(p: Prover) -> None:
     for g in every_kind():

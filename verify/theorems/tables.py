@@ -37,6 +37,13 @@ MODEL_CALLS = frozenset(
         "slots.takes_name",
         "slots.stores",
         "slots.removes",
+        "slots.ends_entry",
+        "slots.copy_target",
+        "slots.copy_name",
+        "slots.drops_device",
+        "slots.drops_host",
+        "slots.joins_front",
+        "drop_reference",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against
