@@ -56,6 +56,9 @@ CAUGHT_BY = {
     "plan-fits-strict": ("step-plan",),
     "removes-while-copies-remain": ("conservation", "events"),
     "claim-cell-host-id": ("host-data",),
+    "load-names-host-page": ("host-data",),
+    "aborted-plan-names-pages": ("host-data",),
+    "load-releases-device-page": ("host-data",),
 }
 # Which pages carry names the spec-alone oracle compares rather than predicts: these
 # variants show only as a disagreement with the native module (property "agree").
