@@ -79,20 +79,19 @@ def _round_trip(groups: Sequence[Mapping[str, Any]], tokens: int, end: str) -> l
 
 
 def _builder(realise: Callable[[str, Mapping[str, Any], str | None], Any]) -> Builder:
+    """The ``trace=`` builder: a trace for each counterexample step ``realise`` maps to ops."""
+
+    def attempt(step: str, values: Mapping[str, Any], variant: str | None) -> Any:
+        try:
+            return realise(step, values, variant)
+        except Exception:  # the values do not map onto ops the spec accepts
+            return None
+
     def build(
         verdict: str, found: Sequence[tuple[str, Any]], variant: str | None
     ) -> list[dict[str, Any]]:
-        if verdict != "counterexample":
-            return []
-        out = []
-        for step, values in found:
-            try:
-                tr = realise(step, values, variant)
-            except Exception:  # the values do not map onto ops the spec accepts
-                tr = None
-            if tr is not None:
-                out.append(tr)
-        return out
+        made = [attempt(s, v, variant) for s, v in found] if verdict == "counterexample" else []
+        return [t for t in made if t is not None]
 
     return build
 
