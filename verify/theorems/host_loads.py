@@ -380,7 +380,12 @@ def _check_loads(w: HostWorld, prompts: Sequence[int]) -> Values | None:
     """A request resumed from the host reads exactly the keys its prefix computed: every
     loaded page lands in a slot the query reads, gets the name of what was copied into it,
     and no offload can recycle a host page while its load is pending.""",
-    kills=("load-into-hole", "load-into-wrong-page", "evict-pinned-host-page"),
+    kills=(
+        "load-into-hole",
+        "load-into-wrong-page",
+        "evict-pinned-host-page",
+        "load-names-host-page",
+    ),
     bounded=True,
     cost=3,
     rlimit=2_000_000,
