@@ -234,8 +234,8 @@ def _released(p: Prover, label: str, load: bool, completed: bool) -> None:
     aborted plan names nothing, so no name ever points at a page the engine did not
     write.""",
     kills=("load-names-host-page", "aborted-plan-names-pages", "load-releases-device-page"),
-    cost=1,
-    rlimit=3_000_000,
+    cost=3,
+    rlimit=1_500_000,
     executes=(
         "slots.ends_entry",
         "slots.copy_target",
