@@ -384,8 +384,8 @@ def patched(v: Variant) -> Iterator[None]:
 # Caught by the host machine's data oracle (verify/machine/host.py, tests/test_host_machine.py)
 # and rejected by the host-tier theorems that name them in `kills` (verify/theorems/host_*.py;
 # `applied` takes either table). They stay out of VARIANTS: `livetail verify --mutants` runs
-# every theorem against every entry of VARIANTS, and the trace format has no host operations
-# for `livetail replay --variant`; tests/test_theorems.py checks each claimed kill.
+# every theorem against every entry of VARIANTS (each host variant would add a full round);
+# tests/test_theorems.py checks each claimed kill, and `livetail replay --variant` takes them.
 
 
 def _load_into_hole(host_page: Num, loaded_page: Num, ar: Arith = geo.INT) -> Num:

@@ -235,7 +235,7 @@ def _released(p: Prover, label: str, load: bool, completed: bool) -> None:
     write.""",
     kills=("load-names-host-page", "aborted-plan-names-pages", "load-releases-device-page"),
     cost=3,
-    rlimit=1_500_000,
+    rlimit=2_000_000,
     executes=(
         "slots.ends_entry",
         "slots.copy_target",
