@@ -183,75 +183,74 @@ def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPla
     )
 
 
-def _release_device(c: Coordinator, plan: _Plan) -> None:
-    """Drop the offload's device references, last entry first.
+def _end_plan(c: Coordinator, plan: _Plan, completed: bool) -> None:
+    """Complete or abort a plan, entry by entry, as spec/slots.py's host-tier rules say.
 
-    A page whose request was freed meanwhile re-enters the queue here: no group pins it now.
+    Each entry ``ends_entry`` visits: its ``copy_target`` page takes ``copy_name`` (a name
+    new to that pool is a stored event); then the host references ``drops_host`` names are
+    released, last entry first, then the device references ``drops_device`` names, last
+    entry first; each released page joins the queue where ``joins_front`` says (the pool).
+    A device page whose request was freed meanwhile re-enters the queue here.
     """
-    for g, page in zip(reversed(plan._groups), reversed(plan._device_pages)):
-        c._pinned[g] -= c._pool._release([page])
+    host = c._host
+    assert host is not None
+    load = isinstance(plan, LoadPlan)
+    tier = c._pool if load else host  # the pool the copies land in
+    k = plan.num_pages
+    entries = [i for i in range(k) if slots.ends_entry(i, k)]
+    for i in entries:
+        name = slots.copy_name(plan._names[i], completed)
+        if name != 0:
+            page = slots.copy_target(plan._device_pages[i], plan._host_pages[i], load)
+            toks = plan._tokens[i]
+            if tier._set_name(page, name, toks) and tier._events_on:
+                tier._note_stored(plan._groups[i], plan._slots[i], name[1], plan._parents[i], toks)
+    if completed:
+        tier._end_event_op()
+        host._host_counters["pages_loaded" if load else "pages_offloaded"] += k
+    host._release([plan._host_pages[i] for i in entries if slots.drops_host(load, completed)])
+    for i in reversed(entries):
+        if slots.drops_device(load, completed):
+            c._pinned[plan._groups[i]] -= c._pool._release([plan._device_pages[i]])
+    state = COMPLETED if completed else ABORTED
+    if isinstance(plan, LoadPlan):
+        _finish_load(plan, state)
+    else:
+        plan._state = state
 
 
 def complete_offload(c: Coordinator, plan: object) -> None:
+    """The engine copied: each host page takes its device page's name, the references drop."""
     instance("plan", plan, OffloadPlan)
     assert isinstance(plan, OffloadPlan)
     plan._check(c, "complete_offload")
-    host = c._host
-    assert host is not None
-    for g, j, hp, name, parent, toks in zip(
-        plan._groups, plan._slots, plan._host_pages, plan._names, plan._parents, plan._tokens
-    ):
-        new = host._set_name(hp, name, toks)
-        if new and host._events_on:
-            host._note_stored(g, j, name[1], parent, toks)
-    host._end_event_op()
-    host._host_counters["pages_offloaded"] += plan.num_pages
-    # Named host pages join the back of the host queue, the plan's last page first.
-    host._release(plan._host_pages)
-    _release_device(c, plan)
-    plan._state = COMPLETED
+    _end_plan(c, plan, True)
 
 
 def abort_offload(c: Coordinator, plan: object) -> None:
+    """The engine gave up: the host pages return unnamed, the references drop."""
     instance("plan", plan, OffloadPlan)
     assert isinstance(plan, OffloadPlan)
     plan._check(c, "abort_offload")
-    host = c._host
-    assert host is not None
-    host._release(plan._host_pages)  # unnamed: back to the front of the host queue
-    _release_device(c, plan)
-    plan._state = ABORTED
+    _end_plan(c, plan, False)
 
 
 def complete_load(c: Coordinator, plan: object) -> None:
+    """The engine copied: each device page takes its entry's name, the host pins drop."""
     instance("plan", plan, LoadPlan)
     assert isinstance(plan, LoadPlan)
     plan._check(c, "complete_load")
-    host = c._host
-    assert host is not None
-    pool = c._pool
-    for g, j, dp, name, parent, toks in zip(
-        plan._groups, plan._slots, plan._device_pages, plan._names, plan._parents, plan._tokens
-    ):
-        new = pool._set_name(dp, name, toks)
-        if new and pool._events_on:
-            pool._note_stored(g, j, name[1], parent, toks)
-    pool._end_event_op()
-    host._host_counters["pages_loaded"] += plan.num_pages
-    host._release(plan._host_pages)
-    _finish_load(plan, COMPLETED)
+    _end_plan(c, plan, True)
 
 
 def abort_load_on_free(plan: LoadPlan) -> None:
     """A request freed before its load completed: the host pins drop, the plan is aborted.
 
-    The device pages need nothing here: they are ordinary unnamed slots of the tables being
-    freed, so the free returns them to the front of the device queue like any unnamed page.
+    The device pages need nothing here (``drops_device``): they are ordinary unnamed slots
+    of the tables being freed, so the free returns them to the front of the device queue
+    like any unnamed page.
     """
-    host = plan._coordinator._host
-    assert host is not None
-    host._release(plan._host_pages)
-    _finish_load(plan, ABORTED)
+    _end_plan(plan._coordinator, plan, False)
 
 
 def _finish_load(plan: LoadPlan, state: str) -> None:

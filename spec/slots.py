@@ -181,6 +181,40 @@ def evicts(named: Bool, ar: Arith = INT) -> Bool:
     the retention rule only a page from the ordered queue's named tail can carry one.
     """
     return named
+# --- host tier: what ending a copy plan does to each of its entries (section 10) -----------
+# An offload plan's entry copies a device page to a host page, a load plan's a host page to
+# a device page; each entry carries the name of what it copies.  ``load`` says which kind of
+# plan ends and ``completed`` how: complete_offload, abort_offload, complete_load, and the
+# abort of a load whose request is freed.  Names are ints here (0: none) for Z3, and
+# (group, key) pairs in the model.
+
+
+def ends_entry(i: Num, k: Num, ar: Arith = INT) -> Bool:
+    """Does ending a plan of k entries visit entry i?  Every entry of the plan, once."""
+    return in_band(i, 0, k, ar)
+
+
+def copy_target(device_page: Num, host_page: Num, load: Bool, ar: Arith = INT) -> Num:
+    """The page an entry's copy writes, and names: a load's device page, an offload's host page."""
+    return ar.cond(load, lambda: device_page, lambda: host_page)
+
+
+def copy_name(name: Num, completed: Bool, ar: Arith = INT) -> Num:
+    """The name an entry's target page takes when its plan ends: on completion the entry's
+    (the content copied into it); on abort none (0), for nothing was copied."""
+    return ar.cond(completed, lambda: name, lambda: 0)
+
+
+def drops_device(load: Bool, completed: Bool, ar: Arith = INT) -> Bool:
+    """Does the plan's end drop the entry's device page reference?  An offload's copy
+    reference goes, completed or aborted; a load's device page stays, held by its slot."""
+    return ar.cond(load, lambda: False, lambda: True)
+
+
+def drops_host(load: Bool, completed: Bool, ar: Arith = INT) -> Bool:
+    """Does the plan's end drop the entry's host page reference?  Always: an offload's host
+    page was allocated for the copy, a load's host page pinned for it."""
+    return True
 
 
 # --- the model's glue -----------------------------------------------------------------------
@@ -220,6 +254,11 @@ __all__ = [
     "batch",
     "claim_cell",
     "claim_takes",
+    "copy_name",
+    "copy_target",
+    "drops_device",
+    "drops_host",
+    "ends_entry",
     "evicts",
     "free_batch",
     "freed",
@@ -229,10 +268,10 @@ __all__ = [
     "loaded",
     "offered",
     "punched",
-    "reclaim_cell",
-    "stores",
     "reachable",
+    "reclaim_cell",
     "reclaimable_cell",
     "removes",
+    "stores",
     "takes_name",
 ]

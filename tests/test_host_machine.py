@@ -34,14 +34,20 @@ CAUGHT_BY = {
     "load-into-wrong-page": ("host-data", "holds other"),
     "evict-pinned-host-page": ("host-data", "holds other"),
     "claim-cell-host-id": ("host-data", "holds ('scratch'"),
+    "load-names-host-page": ("host-data", "holds other"),
+    "aborted-plan-names-pages": ("host-data", "holds other"),
+    "load-releases-device-page": ("host-data", "holds ('scratch'"),
 }
-# Found by the machine within the test's budget; the fourth needs a host pool filled to
+# Found by the machine within the test's budget; evict-pinned-host-page needs a host pool filled to
 # the page, which tests/traces/variants/evict-pinned-host-page.json holds.
 BY_MACHINE = [
     "load-into-hole",
     "load-into-wrong-page",
     "offload-skips-resume-page",
     "claim-cell-host-id",
+    "load-names-host-page",
+    "aborted-plan-names-pages",
+    "load-releases-device-page",
 ]
 
 

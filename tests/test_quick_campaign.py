@@ -59,6 +59,9 @@ CAUGHT_BY = {
     "alloc-queue-before-front": ("exact-take",),
     "alloc-keeps-name": ("exact-take",),
     "named-release-joins-front": ("retention",),
+    "load-names-host-page": ("host-data",),
+    "aborted-plan-names-pages": ("host-data",),
+    "load-releases-device-page": ("host-data",),
 }
 # Which pages carry names the spec-alone oracle compares rather than predicts: these
 # variants show only as a disagreement with the native module (property "agree").

@@ -109,7 +109,7 @@ MODULES = {
     8: {"prefix", "naming"},
     9: {"retention"},
     10: {"plans"},
-    11: {"host_offload", "host_loads"},
+    11: {"host_offload", "host_loads", "host_plans"},
     12: {"events"},
 }
 

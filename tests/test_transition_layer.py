@@ -1,8 +1,10 @@
 """The model's table transitions are computed by the rules Z3 executes (spec/slots.py).
 
 reclaim_expired, blocks_reclaimable_at, free and claim write and count each slot through a
-rule of spec/slots.py, the pool sends each released page where slots.joins_front says, and
-takes each page of an allocation where slots.from_front says, evicting as slots.evicts says.
+rule of spec/slots.py, the host tier's plans end entry by entry through its plan-end rules
+(complete_offload, abort_offload, complete_load), and the pool sends each released page
+where slots.joins_front says and takes each page of an allocation where slots.from_front
+says, evicting as slots.evicts says.
 Each test replaces one rule by a different one and checks that the model's effect changes
 exactly as the replaced rule says: so the model computes nothing of these effects itself.
 """
@@ -202,6 +204,82 @@ def test_evict_names_moves_a_page_where_joins_front_says() -> None:
 
 
 MODEL = ("managers.py", "coordinator.py", "pool.py", "detach.py")
+def _offloaded() -> tuple[spec.Coordinator, list[spec.BlockTable], spec.OffloadPlan]:
+    """Request a computed 8 tokens of a full group (pages 1-4, named) and planned their
+    offload to host pages 1-4 (one copy reference more on each device page)."""
+    pool, host = spec.BlockPool(16), spec.HostPool(8)
+    c = spec.Coordinator([spec.GroupSpec("full", 2)], pool, host)
+    a = c.new_tables()
+    assert c.acquire(a, 8)
+    assert c.cache_full_blocks(a, spec.page_keys(list(range(8)), 2), 8) == 4
+    plan = c.plan_offload(a, 8)
+    assert plan is not None
+    assert plan.device_pages == plan.host_pages == [1, 2, 3, 4]
+    assert pool.ref_counts()[1:5] == [2, 2, 2, 2] and host.ref_counts()[1:5] == [1, 1, 1, 1]
+    return c, a, plan
+
+
+def _loading() -> tuple[spec.Coordinator, spec.LoadPlan, list[Any]]:
+    """The offload completed, request a freed, every device name evicted by another tenant;
+    the prompt claimed back: a load of host pages 1-4 into device pages 5-8."""
+    c, a, plan = _offloaded()
+    c.complete_offload(plan)
+    names = [c.host.name(h) for h in (1, 2, 3, 4)]  # type: ignore[union-attr]
+    c.free(a)
+    tenant = c.new_tables()
+    assert c.acquire(tenant, 30)
+    c.free(tenant)
+    match = c.match_prefix(spec.page_keys(list(range(8)), 2))
+    assert match.host_pages == [[1, 2, 3, 4]]
+    load = c.claim(c.new_tables(), match)
+    assert load is not None and load.device_pages == [5, 6, 7, 8]
+    return c, load, names
+
+
+def test_plan_ends_name_what_copy_name_and_copy_target_say() -> None:
+    c, _, plan = _offloaded()
+    host = c.host
+    assert host is not None
+    with rule("copy_name", lambda name, completed, ar=None: name):
+        c.abort_offload(plan)
+    # The replaced rule names the host pages although the plan was aborted.
+    assert [host.name(h) for h in (1, 2, 3, 4)] == [c.pool.name(d) for d in (1, 2, 3, 4)]
+
+    c, load, names = _loading()
+    with rule("copy_target", lambda device, host, load, ar=None: host):
+        c.complete_load(load)
+    # Named at the host pages' ids (device pages 1-4), the loaded pages 5-8 left unnamed.
+    assert [c.pool.name(p) for p in (1, 2, 3, 4)] == names
+    assert [c.pool.name(p) for p in (5, 6, 7, 8)] == [None] * 4
+
+
+def test_plan_ends_drop_what_drops_device_and_drops_host_say() -> None:
+    c, _, plan = _offloaded()
+    with rule("drops_device", lambda load, completed, ar=None: False):
+        c.complete_offload(plan)
+    assert c.pool.ref_counts()[1:5] == [2, 2, 2, 2]  # the copy references kept
+    assert c.host is not None and c.host.ref_counts()[1:5] == [0, 0, 0, 0]
+
+    c, load, _ = _loading()
+    with rule("drops_host", lambda load, completed, ar=None: False):
+        c.complete_load(load)
+    assert c.host is not None and c.host.ref_counts()[1:5] == [1, 1, 1, 1]  # pins kept
+    assert c.pool.ref_counts()[5:9] == [1, 1, 1, 1]
+
+
+def test_plan_ends_visit_the_entries_ends_entry_says() -> None:
+    c, _, plan = _offloaded()
+    host = c.host
+    assert host is not None
+    with rule("ends_entry", lambda i, k, ar=None: 0 <= i < k - 1):
+        c.complete_offload(plan)
+    # The last entry is skipped: its host page unnamed and held, its copy reference kept.
+    assert [host.name(h) is not None for h in (1, 2, 3, 4)] == [True, True, True, False]
+    assert host.ref_counts()[1:5] == [0, 0, 0, 1]
+    assert c.pool.ref_counts()[1:5] == [1, 1, 1, 2]
+
+
+MODEL = ("managers.py", "coordinator.py", "pool.py", "detach.py", "host.py")
 
 
 def _calls(path: Path) -> set[str]:
@@ -230,6 +308,12 @@ def test_every_slot_rule_is_called_by_the_model() -> None:
         "joins_front",
         "from_front",
         "evicts",
+        "reachable",
+        "ends_entry",
+        "copy_target",
+        "copy_name",
+        "drops_device",
+        "drops_host",
     }
     assert rules <= called, rules - called
 

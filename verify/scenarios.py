@@ -307,7 +307,8 @@ DEVICE_SCRIPTS: list[tuple[Callable[[DeviceDriver], None], int, tuple[int, ...]]
 
 def host_round_trips(d: HostDriver) -> None:
     """Compute, offload, free, evict, come back through loads while another request's offload
-    allocates host pages; loads completed, then computed past; a partial offload aborted."""
+    allocates host pages; loads completed, every free device page reused, then computed
+    past; a partial offload aborted."""
     lcm, base = d.lcm, d.geometry.base
     for n in (2 * lcm, 3 * lcm + 1):
         d.compute(0, n)
@@ -318,6 +319,7 @@ def host_round_trips(d: HostDriver) -> None:
         d.compute(1, 4 * lcm)
         d.offload(1)
         d.load(0)
+        d.op("host_evict", tokens=256)  # every free device page reused: loaded pages held
         d.compute(0, lcm + 1)
         d.offload(0, lcm, complete=False)
         d.op("host_free", request=1)

@@ -384,8 +384,8 @@ def patched(v: Variant) -> Iterator[None]:
 # Caught by the host machine's data oracle (verify/machine/host.py, tests/test_host_machine.py)
 # and rejected by the host-tier theorems that name them in `kills` (verify/theorems/host_*.py;
 # `applied` takes either table). They stay out of VARIANTS: `livetail verify --mutants` runs
-# every theorem against every entry of VARIANTS, and the trace format has no host operations
-# for `livetail replay --variant`; tests/test_theorems.py checks each claimed kill.
+# every theorem against every entry of VARIANTS (each host variant would add a full round);
+# tests/test_theorems.py checks each claimed kill, and `livetail replay --variant` takes them.
 
 
 def _load_into_hole(host_page: Num, loaded_page: Num, ar: Arith = geo.INT) -> Num:
@@ -511,6 +511,50 @@ VARIANTS.update(
             spec_slots,
             "joins_front",
             _named_joins_front,
+        ),
+    )
+)
+
+
+def _copy_target_host(device_page: Num, host_page: Num, load: Any, ar: Arith = geo.INT) -> Num:
+    # Wrong: a completed load names the device page whose id is the host page's (ids mixed up).
+    return host_page
+
+
+def _copy_name_on_abort(name: Num, completed: Any, ar: Arith = geo.INT) -> Num:
+    # Wrong: an aborted plan still names its target pages, though nothing was copied.
+    return name
+
+
+def _drops_device_on_load(load: Any, completed: Any, ar: Arith = geo.INT) -> Any:
+    # Wrong: a load's end drops its device pages' references too, as an offload's does: the
+    # loaded pages re-enter the queue while their slots still hold them.
+    return True
+
+
+HOST_VARIANTS.update(
+    (v.name, v)
+    for v in (
+        Variant(
+            "load-names-host-page",
+            "complete_load names the device page whose id is the host page's, not the loaded one",
+            spec_slots,
+            "copy_target",
+            _copy_target_host,
+        ),
+        Variant(
+            "aborted-plan-names-pages",
+            "abort_offload (and a load aborted by free) names the plan's target pages",
+            spec_slots,
+            "copy_name",
+            _copy_name_on_abort,
+        ),
+        Variant(
+            "load-releases-device-page",
+            "complete_load drops the loaded device pages' references, as an offload does",
+            spec_slots,
+            "drops_device",
+            _drops_device_on_load,
         ),
     )
 )

@@ -15,6 +15,7 @@ from livetail.spec import geometry as geo
 from livetail.spec import runs, slots
 
 from ..z3arith import Z3
+from .host_traces import claim_slot_traces
 from .prover.prover import Prover
 from .prover.query import Values
 from .prover.states import follows_runs, group, slot_pages
@@ -379,7 +380,12 @@ def _check_loads(w: HostWorld, prompts: Sequence[int]) -> Values | None:
     """A request resumed from the host reads exactly the keys its prefix computed: every
     loaded page lands in a slot the query reads, gets the name of what was copied into it,
     and no offload can recycle a host page while its load is pending.""",
-    kills=("load-into-hole", "load-into-wrong-page", "evict-pinned-host-page"),
+    kills=(
+        "load-into-hole",
+        "load-into-wrong-page",
+        "evict-pinned-host-page",
+        "load-names-host-page",
+    ),
     bounded=True,
     cost=3,
     rlimit=2_000_000,
@@ -411,6 +417,7 @@ def loads_land_in_real_slots(p: Prover) -> None:
     cost=2,
     rlimit=2_000_000,
     executes=("claim_run", "slots.claim_cell"),
+    trace=claim_slot_traces("claim-places-matched-and-loaded-pages"),
 )
 def claim_slots(p: Prover) -> None:
     for g in every_kind():

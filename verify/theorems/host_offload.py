@@ -16,6 +16,7 @@ from livetail.spec import geometry as geo
 from livetail.spec import slots
 
 from ..z3arith import Z3
+from .host_traces import offload_set_traces
 from .prover.prover import Prover
 from .prover.query import Values
 from .prover.symbols import every_kind, ints
@@ -285,6 +286,7 @@ def offload_preserves_hits(p: Prover) -> None:
     cost=2,
     rlimit=2_200_000,
     executes=("slots.reachable",),
+    trace=offload_set_traces("offload-set-is-reachable-set"),
 )
 def offload_reachable(p: Prover) -> None:
     times = p.lemma(

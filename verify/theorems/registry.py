@@ -38,6 +38,7 @@ from .host_loads import (
     match_across_tiers,
 )
 from .host_offload import offload_is_reachable_set, offload_preserves_hits, offload_reachable
+from .host_plans import plan_ends
 from .hot_paths import native_hot_paths
 from .live_tail_safety import (
     acquire_places_holes,
@@ -109,6 +110,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (retention_queue, "7.9 (the free queue's order, inductive)"),
     (claim_slots, "7.11 and 7.8 per slot (the claim places matched and loaded pages)"),
     (offload_reachable, "7.11 (offload picks exactly the reachable slots)"),
+    (plan_ends, "7.11 per entry (completed plans name their pages, every plan drops its pins)"),
     (acquire_all_or_nothing_bounded, "7.1 (bounded)"),
     (sequential_with_reclaims, "7.3 (bounded)"),
     (reclaim_bounded, "7.5 and 7.6 per page (bounded)"),

@@ -41,6 +41,12 @@ MODEL_CALLS = frozenset(
         "slots.evicts",
         "slots.joins_front",
         "slots.claim_takes",
+        "slots.ends_entry",
+        "slots.copy_target",
+        "slots.copy_name",
+        "slots.drops_device",
+        "slots.drops_host",
+        "drop_reference",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against
