@@ -203,7 +203,6 @@ def test_evict_names_moves_a_page_where_joins_front_says() -> None:
     assert (pool.num_cached, pool.name(1)) == (1, None)
 
 
-MODEL = ("managers.py", "coordinator.py", "pool.py", "detach.py")
 def _offloaded() -> tuple[spec.Coordinator, list[spec.BlockTable], spec.OffloadPlan]:
     """Request a computed 8 tokens of a full group (pages 1-4, named) and planned their
     offload to host pages 1-4 (one copy reference more on each device page)."""
@@ -246,6 +245,11 @@ def test_plan_ends_name_what_copy_name_and_copy_target_say() -> None:
     assert [host.name(h) for h in (1, 2, 3, 4)] == [c.pool.name(d) for d in (1, 2, 3, 4)]
 
     c, load, names = _loading()
+    # Another request pins every free device page, 1-4 among them (only a pinned page
+    # takes a name: the pool asserts it).
+    other = c.new_tables()
+    assert c.acquire(other, 22) and c.pool.num_free == 0
+    assert sorted(other[0].page_ids())[:4] == [1, 2, 3, 4]
     with rule("copy_target", lambda device, host, load, ar=None: host):
         c.complete_load(load)
     # Named at the host pages' ids (device pages 1-4), the loaded pages 5-8 left unnamed.
