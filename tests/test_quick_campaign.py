@@ -59,7 +59,7 @@ CAUGHT_BY = {
     "alloc-queue-before-front": ("exact-take",),
     "alloc-keeps-name": ("exact-take",),
     "named-release-joins-front": ("retention",),
-    "load-names-host-page": ("host-data",),
+    "load-names-host-page": ("host-data", "valid-call"),
     "aborted-plan-names-pages": ("host-data",),
     "load-releases-device-page": ("host-data",),
 }
