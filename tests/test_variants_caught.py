@@ -35,6 +35,8 @@ CAUGHT_BY = {
     "reclaimable-ignores-names": ("closed-form",),  # counted pages no name makes reclaimable
     "plan-fits-strict": ("step-plan",),  # the plan differs from its definition
     "removes-while-copies-remain": ("names",),  # the pool's names break under the rule
+    # free's own check raises (its batch is one page short of its runs' real pages).
+    "free-skips-last-slot": ("valid-call",),
 }
 
 

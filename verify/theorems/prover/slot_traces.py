@@ -320,3 +320,27 @@ def first_of(*builders: TraceBuilder) -> TraceBuilder:
         return []
 
     return build
+
+
+# --- references-equal-holders-per-page ------------------------------------------------------
+
+
+def free_candidates(step: str, v: Mapping[str, Any]) -> Iterator[Candidate]:
+    """A table of n slots holding the page in slot a, h other holders, then free.
+
+    A full group (B = 1: every slot real) acquires the slots; with h >= 1 it names them and
+    h other requests claim them (a full group's claim shares every page), so each page of
+    the table has h holders besides it.
+    """
+    n, a, h = (int(v.get(k, 0)) for k in ("n", "a", "h"))
+    slots = max(n, a + 1, 1)
+    holders = min(max(h, 0), 8)
+    groups = [{"kind": "full", "block_size": 1}]
+    ops: list[dict[str, Any]] = [{"op": "acquire", "request": 0, "tokens": slots}]
+    if holders:
+        ops.append({"op": "cache", "request": 0, "doc": 0, "tokens": slots})
+        ops += [
+            {"op": "claim", "request": r, "doc": 0, "tokens": slots} for r in range(1, holders + 1)
+        ]
+    ops.append({"op": "free", "request": 0})
+    yield groups, slots + 2, holders + 1, ops
