@@ -17,7 +17,7 @@ from typing import Any
 from ...trace import make_trace
 from .query import Values
 from .theorem import TraceBuilder
-from .traces import KIND_OF_LABEL, ORIGIN, groups_for, observed, spec_coordinator
+from .traces import ORIGIN, geometry_of, groups_for, observed, spec_coordinator
 
 Candidate = tuple[list[dict[str, Any]], int, int, list[dict[str, Any]]]
 """groups, num_blocks, num_requests, ops: one trace to try."""
@@ -27,13 +27,8 @@ Candidates = Callable[[str, Mapping[str, Any]], Iterator[Candidate]]
 
 def _geometry(step: str, v: Mapping[str, Any]) -> dict[str, Any] | None:
     """Group kind (from the step's label), B, W and m of a counterexample, or None."""
-    kind = next((k for label, k in KIND_OF_LABEL if step.startswith(label)), None)
-    if kind is None or "B" not in v:
-        return None
-    g: dict[str, Any] = {"group": kind, "B": int(v["B"])}
-    g["W"] = int(v.get("W", 2 if kind == "state" else 1))
-    g["m"] = int(v.get("m", 1))
-    if g["B"] < 1 or g["W"] < 1 or g["m"] < 1:
+    g = geometry_of(step, v)
+    if g is None or g["B"] < 1 or g["W"] < 1 or g["m"] < 1:
         return None
     return g
 
