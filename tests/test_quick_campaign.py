@@ -55,6 +55,7 @@ CAUGHT_BY = {
     "reclaimable-ignores-names": ("closed-form",),
     "plan-fits-strict": ("step-plan",),
     "removes-while-copies-remain": ("conservation", "events"),
+    "free-skips-last-slot": ("conservation",),
     "claim-cell-host-id": ("host-data",),
     "alloc-queue-before-front": ("exact-take",),
     "alloc-keeps-name": ("exact-take",),

@@ -210,6 +210,12 @@ def _removes_while_copies_remain(holders: Num, ar: Arith = geo.INT) -> Any:
     return holders <= 1
 
 
+def _freed_skips_last(s: Num, page: Num, slots: Num, ar: Arith = geo.INT) -> Any:
+    # Wrong: free lets go of every real slot's page but the last slot's (an off-by-one in
+    # the band), though it empties the whole table.
+    return runs.both(spec_slots.in_band(s, 0, slots - 1, ar), page != 0, ar)
+
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in [
@@ -352,6 +358,13 @@ VARIANTS: dict[str, Variant] = {
             spec_slots,
             "removes",
             _removes_while_copies_remain,
+        ),
+        Variant(
+            "free-skips-last-slot",
+            "free lets go of every real slot's page but the last slot's",
+            spec_slots,
+            "freed",
+            _freed_skips_last,
         ),
     ]
 }

@@ -1,19 +1,32 @@
-"""Section 7, property 6: free + pinned = N - 1, as an inductive invariant.
+"""Section 7, property 6: free + pinned = N - 1, as an inductive invariant, and per page.
 
-Over the executed transitions (``runs.acquire``, ``runs.reclaim``, ``runs.free_table``) on
-symbolic states; the per-page facts are ``reclaim-bounded``'s (``reclaim.py``).
+``conservation-inductive`` runs the executed transitions (``runs.acquire``, ``runs.reclaim``,
+``runs.free_table``) on symbolic states; ``references-equal-holders-per-page`` runs the slot
+rules of acquire, claim and free on a symbolic page (reclaim's per-slot facts are
+``reclaim-slots-follow-runs``'s, ``reclaim.py``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import z3  # type: ignore[import-untyped]
 from livetail.spec import geometry as geo
-from livetail.spec import runs
+from livetail.spec import runs, slots
 
 from ..z3arith import Z3
 from .prover.prover import Prover
-from .prover.states import count_lemmas, general, group, real_in_lemmas, table
-from .prover.symbols import every_kind, ints
+from .prover.slot_traces import free_candidates, slot_traces
+from .prover.states import (
+    count_lemmas,
+    general,
+    group,
+    real_in_lemmas,
+    shape_facts,
+    slot_pages,
+    table,
+)
+from .prover.symbols import Geometry, every_kind, indicator, ints
 from .prover.theorem import theorem
 from .prover.traces import transition_traces
 
@@ -87,3 +100,125 @@ def conservation(p: Prover) -> None:
         general(p, g, f"[{g.label}] reclaim preserves free + pinned = N - 1", after_reclaim)
         general(p, g, f"[{g.label}] free preserves it and restores the pool", after_free)
         del bounds
+
+
+@theorem(
+    "references-equal-holders-per-page",
+    """Per page, over the rules the model's acquire, claim and free run. Free: spec/slots.py
+    freed (the rule free's batch lets go by) and runs.drop_reference (the pool's release, once
+    per entry of the batch), on a symbolic page p >= 1 whose reference count equals its
+    holders (h >= 0 elsewhere, plus the slots of the table at hand holding it: slot a, or none,
+    as a table holds a page in one slot at most) and which is in the free queue iff its count
+    is 0, in a table of n slots (page ids an unbounded array): free drops p's count once per
+    slot holding it, so it ends at h, its holders after (free empties the table), and p is in
+    the queue after iff that count is 0. Claim into a fresh table, per slot served by the
+    device tier (matched page d >= 1, which the claim takes one more reference to), the host
+    tier (host page c >= 1 and the fresh device page l taken for it, count 0 before, l != d) or
+    neither: slots.claim_cell puts in the slot exactly the page the claim took a reference to
+    for it, so every page's count rises by the number of slots that hold it now; a matched
+    page leaves the queue exactly when its count was 0 (slots.claim_takes), so the queue stays
+    the count-0 pages. Acquire (runs.acquire's run and runs.run_real, for a full, a state, a
+    sliding group with A = 0 and a live-tail sliding group, B, W, m unbounded): the model
+    gives its k-th taken page (count 0 -> 1) to the run's k-th real slot; every real slot's
+    rank is below the pages it took and two real slots have different ranks, so each page it
+    took gets one holder (as many real slots as pages taken: live-count-closed-form).
+    Unbounded (slot counts, page ids, reference counts; every live_count function).""",
+    """A page's reference count is the number of table slots holding it through every
+    acquire, claim and free: it re-enters the free queue exactly when its last holder lets
+    go, never while one holds it, and no page leaks.""",
+    kills=("free-skips-last-slot",),
+    cost=2,
+    rlimit=14_000_000,
+    executes=(
+        "acquire",
+        "run_real",
+        "slots.claim_cell",
+        "slots.claim_takes",
+        "slots.freed",
+        "drop_reference",
+    ),
+    trace=slot_traces("references-equal-holders-per-page", free_candidates),
+)
+def references_per_page(p: Prover) -> None:
+    pages, refs = slot_pages("pages"), slot_pages("refs")
+    page, n, a, h = ints("p n a h")
+    held = z3.And(a >= 0, a < n, pages[a] == page)
+    hyps = [page >= 1, n >= 0, h >= 0, refs[page] == h + indicator(held)]
+    # The batch's entries that are p: only slot a can hold p.
+    lets_go = z3.And(held, slots.freed(a, pages[a], n, Z3))
+    dropped, requeued = runs.drop_reference(refs[page], Z3)
+    count = z3.If(lets_go, dropped, refs[page])
+    queued = z3.Or(refs[page] == 0, z3.And(lets_go, requeued))
+    show = {"p": page, "n": n, "a": a, "h": h, "count_before": refs[page], "count_after": count}
+    p.prove("free: p's count drops to its holders after (h)", count == h, hyps, show)
+    p.prove("free: p is in the queue after iff its count is 0", queued == (count == 0), hyps, show)
+
+    d, c, fresh = ints("d c l")
+    cell = slots.claim_cell(d, c, fresh, Z3)
+    hyps = [page >= 1, h >= 0, refs[page] == h, d >= 0, c >= 0, fresh >= 1, fresh != d]
+    hyps += [z3.Or(d == 0, c == 0), refs[fresh] == 0, refs[d] >= 0]
+    # The references the coordinator's claim takes for the slot: one more to the matched
+    # page (its _take_shared), count 1 for the page allocated for a host-served slot.
+    taken = indicator(z3.And(d != 0, d == page)) + indicator(z3.And(c != 0, fresh == page))
+    show = {"p": page, "d": d, "c": c, "l": fresh, "cell": cell, "h": h}
+    p.prove(
+        "claim: each page's count rises by the slots that hold it now",
+        refs[page] + taken == h + indicator(z3.And(cell != 0, cell == page)),
+        hyps,
+        show,
+    )
+    leaves = slots.claim_takes(refs[d], Z3)
+    p.prove(
+        "claim: a matched page leaves the queue iff its count was 0",
+        z3.Implies(d != 0, z3.And(refs[d] == 0, z3.Not(leaves)) == (refs[d] + 1 == 0)),
+        hyps,
+        {"d": d, "count": refs[d]},
+    )
+    for g in every_kind():
+        _acquire_per_page(p, g)
+
+
+def _acquire_per_page(p: Prover, g: Geometry) -> None:
+    """acquire places its k-th taken page in its k-th real slot (the model's fill): every real
+    slot's rank is below the take and two real slots have different ranks."""
+    gr = group(g)
+    cf = count_lemmas(p, g)
+    bounds, split = real_in_lemmas(p, g, cf.cb)
+    ext0, _ = shape_facts(p, g)
+    one = p.lemma(
+        f"[{g.label}] lemma: one slot of a run counts 1 iff it is real",
+        lambda first, count, fr, s: (
+            [*g.hyps, first >= 0, count >= 0, fr >= 0, first <= s, s < first + count],
+            runs.real_in(runs.Run(first, count, fr), s, s + 1, gr, Z3)
+            == indicator(runs.run_real(runs.Run(first, count, fr), s, gr, Z3)),
+        ),
+        4,
+    )
+
+    def setup() -> tuple[Any, ...]:
+        t, th = table(g, "", 1)
+        F, n, s, s2 = ints("F n s s2")
+        step = runs.acquire(F, t, n, gr, Z3)
+        r = step.run
+        hyps = [*g.hyps, *th, F >= 0, n >= 0, step.ok, r.first <= s, s < s2, s2 < r.end]
+        hyps += [runs.run_real(r, s, gr, Z3)]
+        at = (r.first, r.count, r.frontier)
+        hyps += [split(*at, r.first, s, s + 1), split(*at, r.first, s + 1, s2)]
+        hyps += [split(*at, r.first, s + 1, r.end), one(*at, s)]
+        hyps += [bounds(*at, r.first, s), bounds(*at, s + 1, s2), bounds(*at, s + 1, r.end)]
+        hyps += [ext0(t.slots, t.tail), *cf.ceil(t.tail, n)]
+        return step, s, s2, hyps
+
+    def rank(step: Any, x: Any) -> Any:
+        return runs.real_in(step.run, step.run.first, x, gr, Z3)
+
+    def below_take() -> tuple[Any, Any]:
+        step, s, _, hyps = setup()
+        return z3.And(rank(step, s) >= 0, rank(step, s) < step.take), hyps
+
+    def distinct() -> tuple[Any, Any]:
+        step, s, s2, hyps = setup()
+        return z3.Implies(runs.run_real(step.run, s2, gr, Z3), rank(step, s) < rank(step, s2)), hyps
+
+    general(p, g, f"[{g.label}] acquire: a real slot's page is one it took", below_take)
+    general(p, g, f"[{g.label}] acquire: two real slots hold different pages", distinct)

@@ -12,6 +12,7 @@ from livetail.spec import slots
 
 from ..z3arith import Z3
 from .prover.prover import Prover
+from .prover.slot_traces import events_candidates, slot_traces
 from .prover.theorem import theorem
 
 
@@ -32,6 +33,7 @@ from .prover.theorem import theorem
     cost=1,
     rlimit=2_000_000,
     executes=("slots.stores", "slots.removes"),
+    trace=slot_traces("events-replay-to-the-names", events_candidates),
 )
 def events_replay(p: Prover) -> None:
     c = z3.Int("holders")

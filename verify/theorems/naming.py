@@ -15,6 +15,7 @@ from livetail.spec import runs, slots
 
 from ..z3arith import Z3
 from .prover.prover import Prover
+from .prover.slot_traces import naming_candidates, slot_traces
 from .prover.states import group, table
 from .prover.symbols import Geometry, every_kind, ints
 from .prover.theorem import theorem
@@ -40,6 +41,7 @@ from .prover.theorem import theorem
     cost=2,
     rlimit=2_500_000,
     executes=("run_real", "slots.offered", "slots.takes_name"),
+    trace=slot_traces("naming-reaches-every-resume-page", naming_candidates, impl="both"),
 )
 def naming_reaches(p: Prover) -> None:
     cancel = p.lemma(

@@ -18,6 +18,7 @@ from livetail.spec import runs
 from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
+from .prover.slot_traces import plan_candidates, slot_traces
 from .prover.states import ARITH, count_lemmas, general, group, shape_facts, table, take_lemma
 from .prover.symbols import Geometry, every_kind, ints
 from .prover.theorem import theorem
@@ -176,6 +177,7 @@ def step_plan_bounded(p: Prover) -> None:
     cost=4,
     rlimit=8_800_000,
     executes=("plan_stepped", "free_table", "acquire"),
+    trace=slot_traces("step-plan-apply-never-fails", plan_candidates),
 )
 def step_plan(p: Prover) -> None:
     # A state group and a sliding group with A = 0 allocate as a full group does (every new

@@ -20,6 +20,13 @@ from livetail.spec import runs, slots
 from ..z3arith import Z3
 from .prover.prover import Prover
 from .prover.query import Values
+from .prover.slot_traces import (
+    first_of,
+    reclaim_candidates,
+    reclaimable_candidates,
+    shared_reclaim_candidates,
+    slot_traces,
+)
 from .prover.states import (
     count_lemmas,
     follows_runs,
@@ -65,7 +72,10 @@ from .worlds.managers import MAX_B, Group, Snapshot, every_group, fork
     cost=3,
     rlimit=17_000_000,
     executes=("reclaim", "reclaimable"),
-    trace=transition_traces("reclaim-exact-with-shared-pages"),
+    trace=first_of(
+        transition_traces("reclaim-exact-with-shared-pages"),
+        slot_traces("reclaim-exact-with-shared-pages", shared_reclaim_candidates),
+    ),
 )
 def reclaim_exact(p: Prover) -> None:
     for g in every_kind()[1:]:
@@ -411,6 +421,7 @@ def reclaim_bounded(p: Prover) -> None:
     cost=2,
     rlimit=2_000_000,
     executes=("reclaim", "slots.reclaim_cell", "slots.punched"),
+    trace=slot_traces("reclaim-slots-follow-runs", reclaim_candidates),
 )
 def reclaim_slots(p: Prover) -> None:
     for g in every_kind()[1:]:
@@ -484,6 +495,7 @@ def _reclaim_slots(p: Prover, g: Geometry) -> None:
     cost=1,
     rlimit=2_000_000,
     executes=("slots.reclaimable_cell", "slots.punched"),
+    trace=slot_traces("reclaimable-counts-what-reclaim-frees", reclaimable_candidates),
 )
 def reclaimable_slots(p: Prover) -> None:
     pages, refs = slot_pages("pages"), slot_pages("refs")

@@ -29,7 +29,7 @@ from .closed_forms import (
     live_count_closed_form,
     resume_count_closed_form,
 )
-from .conservation import conservation
+from .conservation import conservation, references_per_page
 from .events import events_replay
 from .host_loads import (
     claim_slots,
@@ -91,6 +91,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (acquire_places_holes, "7.4 (acquire's placement)"),
     (reclaim_exact, "7.5 (reclaim, with sharing and holes)"),
     (conservation, "7.6 (free + pinned = N - 1, inductive; per-page: bounded)"),
+    (references_per_page, "7.6 per page (acquire, claim and free: count = holders)"),
     (sequential_charge_exact, "7.3 (over the closed forms; partly definitional)"),
     (sequential_fits_checks_agree, "7.7 (spec and native agree on the int32 check)"),
     (sequential_charge_bounds_peak, "7.3 (definitional, over the closed forms)"),

@@ -46,6 +46,7 @@ MODEL_CALLS = frozenset(
         "slots.copy_name",
         "slots.drops_device",
         "slots.drops_host",
+        "slots.freed",
         "drop_reference",
     }
 )
@@ -56,9 +57,14 @@ versions the model never calls: its reclaim_expired, free and blocks_reclaimable
 and count slot by slot through spec/slots.py's rules, which the slot theorems execute and
 tie to the run description those run-level versions act on."""
 
+THROUGH = {"slots.freed": "slots.free_batch"}
+"""Rules the model calls through a glue function of spec/slots.py (free calls free_batch,
+whose batch is the slots ``freed`` lets go of); a test checks the glue calls the rule."""
+
 
 def _qualified(function: str) -> str:
-    return function if "." in function else f"runs.{function}"
+    name = function if "." in function else f"runs.{function}"
+    return f"{name} (through {THROUGH[name]})" if name in THROUGH else name
 
 
 def executed(th: Theorem) -> str:

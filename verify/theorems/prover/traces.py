@@ -196,20 +196,30 @@ ALIASES = {
 (the theorem's own symbols, or a lemma's, named by position)."""
 
 
-def _normalised(
+def geometry_of(
     step: str, values: Mapping[str, Any], kind: str | None = None
-) -> dict[str, int] | None:
-    """The op-level values of a counterexample: group kind, geometry, shape, counts.
+) -> dict[str, Any] | None:
+    """Group kind, B, W and m of a counterexample (``groups_for``'s values), or None.
 
     The kind comes from the step's label, else ``kind`` (a theorem about one kind)."""
-    import re
-
     kind = next((k for label, k in KIND_OF_LABEL if step.startswith(label)), kind)
     if kind is None or "B" not in values:
         return None
     out: dict[str, Any] = {"group": kind, "B": int(values["B"])}
     out["W"] = int(values.get("W", 2 if kind == "state" else 1))
     out["m"] = int(values.get("m", 1))
+    return out
+
+
+def _normalised(
+    step: str, values: Mapping[str, Any], kind: str | None = None
+) -> dict[str, int] | None:
+    """The op-level values of a counterexample: group kind, geometry, shape, counts."""
+    import re
+
+    out = geometry_of(step, values, kind)
+    if out is None:
+        return None
     for key, pattern in ALIASES.items():
         hit = [v for k, v in values.items() if re.fullmatch(pattern, k) and isinstance(v, int)]
         if hit:
