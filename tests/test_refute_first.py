@@ -76,6 +76,75 @@ def test_bit_vector_image_keeps_euclidean_div_and_mod(va: int, vb: int) -> None:
     assert s.check() == z3.unsat
 
 
+def test_bit_vector_image_is_the_term_z3py_operators_build() -> None:
+    """The C-API walk builds what ``+ - * <= == %`` on z3py words build, including Python's
+    reflected comparison when the right operand is a numeral word (``x >= 0`` is ``0 <= x``),
+    so the queries made from it are unchanged."""
+    x, y, z = z3.Ints("x y z")
+    b = z3.Bool("b")
+    formula = z3.And(
+        x >= 0,
+        3 <= y,
+        x + y * 2 - 1 == z,
+        x / y == 1,
+        x % y != 0,
+        z3.Distinct(x, y, z),
+        z3.If(x > y, x, y) < 4,
+        z3.Implies(b, x == 2),
+        -x <= z,
+        z3.Or(z3.Not(b), z3.Xor(b, x < y)),
+    )
+    image, words = to_bv(formula, [x, y, z])
+    X, Y, Z = words["x"], words["y"], words["z"]
+
+    def n(v: int) -> z3.BitVecRef:
+        return z3.BitVecVal(v, 8)
+
+    def mod(a: z3.BitVecRef, c: z3.BitVecRef) -> z3.BitVecRef:
+        return a % z3.If(c < 0, -c, c)
+
+    expected = z3.And(
+        X >= n(0),
+        Y >= n(3),
+        X + Y * n(2) - n(1) == Z,
+        (X - mod(X, Y)) / Y == n(1),
+        z3.Distinct(mod(X, Y), n(0)),
+        z3.Distinct(X, Y, Z),
+        z3.If(X > Y, X, Y) < n(4),
+        z3.Implies(b, X == n(2)),
+        -X <= Z,
+        z3.Or(z3.Not(b), z3.Xor(b, X < Y)),
+    )
+    assert image.eq(expected), (image.sexpr(), expected.sexpr())
+
+
+def test_the_prove_pass_replays_the_steps_the_search_pass_recorded() -> None:
+    """Run twice, a script of prover steps builds its formulas once: the second pass decides
+    the recorded steps, with the same results and units as running the script again."""
+    x, y = z3.Ints("x y")
+    runs = []
+
+    def script(p: Prover) -> None:
+        runs.append(p.phase)
+        p.prove("x + y >= x", x + y >= x, [y >= 0])
+        p.lemma("lemma: a*a >= 0", lambda a: ([], a * a >= 0), 1)
+
+    first = Prover(rlimit=10_000_000, phase="small")
+    script(first)
+    assert first.replayable and [m for m, _, _ in first.script] == ["prove", "prove"]
+    replayed = Prover(rlimit=10_000_000, phase="prove")
+    replayed.replay(first.script)
+    again = Prover(rlimit=10_000_000, phase="prove")
+    script(again)
+    assert runs == ["small", "prove"]
+    steps = [(s.name, s.result, s.rlimit) for s in replayed.steps]
+    assert steps == [(s.name, s.result, s.rlimit) for s in again.steps]
+    assert [r for _, r, _ in steps] == ["proved", "proved"]
+    own = Prover(rlimit=10_000_000, phase="small")
+    own._solver()  # a query of the script's own: the script must run again
+    assert not own.replayable
+
+
 def test_a_claim_true_in_the_small_domain_goes_on_to_the_unbounded_proof() -> None:
     x = z3.Int("x")
     p = Prover(rlimit=10_000_000)

@@ -79,6 +79,28 @@ def test_theorem_proves_on_the_spec_and_meets_its_cases(
         assert met.get(key, 0) > 0, (key, met)
 
 
+@pytest.mark.parametrize(
+    "name,cases",
+    [
+        ("match-is-read-only-bounded", 15_387),
+        ("claim-takes-consumed-bounded", 15_387),
+        ("live-tail-never-costs-a-hit-bounded", 20_100),
+    ],
+)
+def test_quick_mode_walks_the_smaller_bounds_the_statement_gives(
+    name: str, cases: int, results: dict[str, dict[str, Any]]
+) -> None:
+    """``livetail verify --quick`` runs these three within the quick bounds their statements
+    name (N <= lcm+1; every chunking for N <= 6), still meeting every interesting case."""
+    r = run_theorem(name, quick=True)
+    assert r["verdict"] == "proved", (r["message"], r["steps"])
+    assert [s["detail"] for s in r["steps"]] == [f"{cases} cases"]
+    assert "with livetail verify --quick" in THEOREMS[name].statement
+    for key in MET[name]:
+        assert r["notes"]["coverage"].get(key, 0) > 0, (key, r["notes"]["coverage"])
+    assert int(results[name]["steps"][0]["detail"].split()[0]) > cases
+
+
 def test_the_theorems_are_registered_after_the_others_in_order() -> None:
     # Prefix caching comes after the other theorems; only retention, step plans and the host
     # tier (tests/test_theorems_host.py) follow it.

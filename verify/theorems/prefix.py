@@ -36,11 +36,13 @@ from .worlds.prefix import (
     CHARGE_FIRST,
     CHARGE_LAYOUTS,
     HIT_EXHAUSTIVE,
+    HIT_EXHAUSTIVE_QUICK,
     HIT_LAYOUTS,
     HIT_MAX_N,
     LAYOUTS,
     WALK_EXHAUSTIVE,
     WALK_MAX_N,
+    WALK_QUICK,
     Layout,
     Op,
     Prefixes,
@@ -84,20 +86,19 @@ def _check_read_only(w: World, prompts: Sequence[int]) -> Values | None:
 
 @theorem(
     "match-is-read-only-bounded",
-    """Bounded, exhaustive over the spec's classes: for 14 coordinators (full, state, plain
-    and live-tail sliding groups; page sizes 1 to 4; W from 1 to 4, live tail with and
-    without holes; lcm up to 4), every prompt of N <= 2*lcm+1 tokens computed chunk by
-    chunk (every chunking for N <= 4, else up to 8: one chunk, token by token, ending on every,
-    every other or no lcm multiple, one token either side of them, every even token), each
-    chunk named before it is reclaimed, in a pool that is tight (the request's own
-    allocations evict pages it reclaimed) or roomy; in every state after each chunk, while
-    a second request allocates token by token (evicting the oldest free pages) with the
-    first holding or freed, after a second request computed the same prompt (two pages per
+    """Bounded, exhaustive over the spec's classes: for 14 coordinators (full, state, plain and
+    live-tail sliding groups; page sizes 1 to 4; W from 1 to 4, live tail with and without
+    holes; lcm up to 4), every prompt of N <= 2*lcm+1 tokens (lcm+1 with livetail verify
+    --quick) computed chunk by chunk (every chunking for N <= 4, else up to 8: one chunk, token
+    by token, ending on every, every other or no lcm multiple, one token either side of them,
+    every even token), each chunk named before it is reclaimed, in a pool that is tight (the
+    request's own allocations evict pages it reclaimed) or roomy; in every state after each
+    chunk, while a second request allocates token by token (evicting the oldest free pages) with
+    the first holding or freed, after a second request computed the same prompt (two pages per
     name) and freed, and after a third request claimed the prompt and the others freed:
-    match_prefix of every prompt length that is 0, an lcm multiple up to N+lcm, or one base
-    page less changes nothing (free queue order, reference counts, page names and their
-    order, every table's slots, tail, floor, naming cursor and binding), and a repeat
-    returns the same match.""",
+    match_prefix of every prompt length that is 0, an lcm multiple up to N+lcm, or one base page
+    less changes nothing (free queue order, reference counts, page names and their order, every
+    table's slots, tail, floor, naming cursor and binding), and a repeat returns the same match.""",
     """An engine may match as often as it likes (to price admission before deciding, or to
     probe several prompts): a match never evicts, pins, reorders or renames a page, and
     never touches a table.""",
@@ -107,7 +108,8 @@ def _check_read_only(w: World, prompts: Sequence[int]) -> Values | None:
     rlimit=2_000_000,
 )
 def match_is_read_only(p: Prover) -> None:
-    _exhaust(p, lambda: walk(LAYOUTS, WALK_MAX_N, WALK_EXHAUSTIVE, _check_read_only))
+    max_n = WALK_QUICK if p.quick else WALK_MAX_N
+    _exhaust(p, lambda: walk(LAYOUTS, max_n, WALK_EXHAUSTIVE, _check_read_only))
 
 
 # --- 2. a claim takes exactly blocks_consumed_by_claim free pages -----------------------------
@@ -246,18 +248,18 @@ def _check_claim(w: World, prompts: Sequence[int]) -> Values | None:
 
 @theorem(
     "claim-takes-consumed-bounded",
-    """Bounded, exhaustive over the spec's classes: in every state of
-    match-is-read-only-bounded (the same 14 coordinators, prompts, chunkings, pools,
-    evictions, frees, duplicates and shares) and for every distinct match of the prompt
-    lengths it matches, a claim into fresh tables takes exactly blocks_consumed_by_claim
-    free pages, which equals the number of distinct matched pages that were free: exactly
-    those leave the free queue (the others keep their order), each matched slot adds one
-    reference, no name and no other table changes, and each claimed table holds the
-    matched pages in b = num_tokens / B slots with tail room 0, extent num_tokens, naming
-    cursor b and reclaim floor max(0, b - R) for sliding and state groups (0 for full
-    groups), bound to the pool; a match of 0 tokens leaves the tables fresh. And when an
-    acquire between match and claim evicts a matched free page (the longest prompt),
-    blocks_consumed_by_claim and claim raise ValueError and change nothing.""",
+    """Bounded, exhaustive over the spec's classes: in every state of match-is-read-only-bounded
+    (the same 14 coordinators, prompts, chunkings, pools, evictions, frees, duplicates and
+    shares; N <= lcm+1 with livetail verify --quick) and for every distinct match of the prompt
+    lengths it matches, a claim into fresh tables takes exactly blocks_consumed_by_claim free
+    pages, which equals the number of distinct matched pages that were free: exactly those leave
+    the free queue (the others keep their order), each matched slot adds one reference, no name
+    and no other table changes, and each claimed table holds the matched pages in b = num_tokens
+    / B slots with tail room 0, extent num_tokens, naming cursor b and reclaim floor max(0, b -
+    R) for sliding and state groups (0 for full groups), bound to the pool; a match of 0 tokens
+    leaves the tables fresh. And when an acquire between match and claim evicts a matched free
+    page (the longest prompt), blocks_consumed_by_claim and claim raise ValueError and change
+    nothing.""",
     """An engine that charges blocks_consumed_by_claim for a hit gets exactly that many
     pages taken by the claim; the claimed tables resume at the boundary and never rescan
     the holes below it; a match made stale by an allocation is refused, never half
@@ -268,7 +270,8 @@ def _check_claim(w: World, prompts: Sequence[int]) -> Values | None:
     rlimit=2_000_000,
 )
 def claim_takes_consumed(p: Prover) -> None:
-    _exhaust(p, lambda: walk(LAYOUTS, WALK_MAX_N, WALK_EXHAUSTIVE, _check_claim))
+    max_n = WALK_QUICK if p.quick else WALK_MAX_N
+    _exhaust(p, lambda: walk(LAYOUTS, max_n, WALK_EXHAUSTIVE, _check_claim))
 
 
 # --- 3. the admission charge with a hit is exact ----------------------------------------------
@@ -428,7 +431,7 @@ def property8(N: int, prompt: int, L: int, ends: Sequence[int], has_state: bool)
     return 0
 
 
-def _hit_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
+def _hit_search(layouts: Sequence[Layout], exhaustive: int) -> tuple[int, Values | None]:
     cases = 0
     for layout in layouts:
         L, base = lcm_of(layout), base_of(layout)
@@ -439,7 +442,7 @@ def _hit_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
         runs = Prefixes(World(layout, nb, 2)), Prefixes(World(plain, nb, 2))
         for N in range(1, HIT_MAX_N * L + 2):
             prompts = prompt_lengths(N + L, L, base)
-            for ends in chunkings(N, L, HIT_EXHAUSTIVE):
+            for ends in chunkings(N, L, exhaustive):
                 live, classic = (r.compute(ends) for r in runs)
                 assert live is not None and classic is not None
                 _count("runs")
@@ -477,18 +480,17 @@ def _hit_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
 @theorem(
     "live-tail-never-costs-a-hit-bounded",
     """Bounded, exhaustive over the spec's classes (semantics section 7, property 8): for 18
-    coordinators (live-tail sliding groups with holes, degenerate live tail, W = 1, two
-    live groups, live page size 3, plain sliding, full and state groups; lcm up to 6), a
-    request that computed N <= 3*lcm+1 tokens chunk by chunk (every chunking for N <= 8,
-    else up to 8 as in match-is-read-only-bounded), naming each chunk's pages before
-    reclaiming them,
-    in a pool where no allocation evicts: a later match of any prompt length that is 0, an
-    lcm multiple up to N+lcm or one base page less, while the request holds its pages and
-    after it freed them, returns exactly the greatest lcm multiple T <= min(N, prompt) that,
-    for every state group, was a chunk end (without state groups simply the greatest), and
-    the same as the same run with every sliding group on full allocation. The geometric
-    core is proved unbounded by live-tail-resume-pages-kept (no resume page of an aligned
-    boundary is ever a hole) and reclaim-releases-only-expired (a reclaimed slot is full
+    coordinators (live-tail sliding groups with holes, degenerate live tail, W = 1, two live
+    groups, live page size 3, plain sliding, full and state groups; lcm up to 6), a request that
+    computed N <= 3*lcm+1 tokens chunk by chunk (every chunking for N <= 8, 6 with livetail
+    verify --quick, else up to 8 as in match-is-read-only-bounded), naming each chunk's pages
+    before reclaiming them, in a pool where no allocation evicts: a later match of any prompt
+    length that is 0, an lcm multiple up to N+lcm or one base page less, while the request holds
+    its pages and after it freed them, returns exactly the greatest lcm multiple T <= min(N,
+    prompt) that, for every state group, was a chunk end (without state groups simply the
+    greatest), and the same as the same run with every sliding group on full allocation. The
+    geometric core is proved unbounded by live-tail-resume-pages-kept (no resume page of an
+    aligned boundary is ever a hole) and reclaim-releases-only-expired (a reclaimed slot is full
     at the reclaim frontier, so it was named first).""",
     """Turning live tail on never loses a prefix-cache hit: the pages it skips are never
     ones a match needs, so an engine keeps full allocation's hit rate at a fraction of the
@@ -499,7 +501,8 @@ def _hit_search(layouts: Sequence[Layout]) -> tuple[int, Values | None]:
     rlimit=2_000_000,
 )
 def live_tail_never_costs_a_hit(p: Prover) -> None:
-    _exhaust(p, lambda: _hit_search(HIT_LAYOUTS))
+    exhaustive = HIT_EXHAUSTIVE_QUICK if p.quick else HIT_EXHAUSTIVE
+    _exhaust(p, lambda: _hit_search(HIT_LAYOUTS, exhaustive))
 
 
 # --- 5. the match returns the greatest supported boundary -------------------------------------

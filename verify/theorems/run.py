@@ -72,6 +72,9 @@ def run_theorem(
             th.check(p)
             if p.phase == "small":
                 searched = p
+                # Steps the script logged itself, or queries it made, would be made twice
+                # by running it again: replay only a script of prover steps.
+                replay = searched.replayable and not searched.steps
                 p = Prover(
                     rlimit=budget, quick=quick, phase="prove", start=searched.start, levels=levels
                 )
@@ -88,7 +91,10 @@ def run_theorem(
                         "[-4, 4]",
                     )
                 )
-                th.check(p)
+                if replay:
+                    p.replay(searched.script)  # the same steps on the formulas it built
+                else:
+                    th.check(p)
             if p.refuted is None or p.refuted is False:
                 verdict = "proved"
                 if p.refuted is False:

@@ -27,6 +27,7 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
+from .nodes import free_constants
 from .query import (
     CORE_FIRST,
     DEFAULT_RLIMIT,
@@ -43,7 +44,6 @@ from .terms import (
     abstract,
     antecedents,
     confirmed,
-    free_constants,
     model_values,
     pinned,
     render,
@@ -131,6 +131,12 @@ class Prover:
     levels: tuple[tuple[int, int, int], ...] = LEVELS
     small_searches: int = 0
     small_units: int = 0  # resource units the small-domain searches and their shrinking used
+    # The "small" pass records each step it searched (the formulas as built, the core_first
+    # then set) so the "prove" pass can replay them instead of running the script again
+    # (``replay``); any query of the script's own in the first pass makes it unreplayable.
+    script: list[tuple[str, int, tuple[Any, ...]]] = field(default_factory=list)
+    replayable: bool = True
+    _searching: bool = False
 
     # -- solver plumbing ------------------------------------------------------------------
 
@@ -141,6 +147,8 @@ class Prover:
 
     def _solver(self, limit: int | None = None, core_first: int = 0) -> Query:
         """A ``solver()`` that may use what is left of the budget, at most ``limit`` units."""
+        if self.phase == "small" and not self._searching:
+            self.replayable = False  # a query of the script's own: the script must run again
         left = self.rlimit - self.used
         if left <= 0:
             raise StepFailed(
@@ -197,6 +205,15 @@ class Prover:
         """
         if not self.small or self.phase == "prove":
             return
+        self._searching = True
+        try:
+            self._refute_small(name, claim, hyps, show)
+        finally:
+            self._searching = False
+
+    def _refute_small(
+        self, name: str, claim: Any, hyps: Sequence[Any], show: Mapping[str, Any] | None
+    ) -> None:
         t0 = time.monotonic()
         formula = z3.And(*hyps, z3.Not(claim))
         xs = [v for v in free_constants(formula) if v.sort() == z3.IntSort()]
@@ -309,6 +326,7 @@ class Prover:
         unfolding closed forms the argument does not need to look inside.
         """
         if self.phase == "small":
+            self._record("prove", name, claim, list(hyps), show, tuple(opaque), searched)
             self.refute_small(name, claim, list(hyps), show)
             return
         t0 = time.monotonic()
@@ -379,8 +397,23 @@ class Prover:
             general, general_hyps = build()
         claim, hyps = build()
         if self.phase == "small":
+            built = (name, general, list(general_hyps), claim, list(hyps), tuple(over), show)
+            self._record("_prove_general", *built)
             self.refute_small(name, claim, list(hyps), show)
             return
+        self._prove_general(name, general, general_hyps, claim, hyps, over, show)
+
+    def _prove_general(
+        self,
+        name: str,
+        general: Any,
+        general_hyps: Sequence[Any],
+        claim: Any,
+        hyps: Sequence[Any],
+        over: Sequence[tuple[Any, str]],
+        show: Mapping[str, Any] | None,
+    ) -> None:
+        """``prove_general`` on the formulas ``build`` made (general, then real)."""
         t0 = time.monotonic()
         # Vacuity is checked on the general hypotheses: the real ones are no cheaper to decide.
         self._not_vacuous(name, general, general_hyps, t0)
@@ -437,6 +470,7 @@ class Prover:
     ) -> Values:
         """Vacuity check: find values where ``hyps`` hold (e.g. a hole exists); fail if none."""
         if self.phase == "small":
+            self._record("exhibit", name, list(hyps), show)
             return {}
         t0 = time.monotonic()
         r, s = self._check(hyps, z3.BoolVal(True), CORE_FIRST)
@@ -451,6 +485,8 @@ class Prover:
 
     def exhaust(self, name: str, search: Callable[[], tuple[int, Values | None]]) -> None:
         """Run a bounded search; ``search`` returns (cases checked, first failure or None)."""
+        if self.phase == "small":
+            self.replayable = False  # a search of the script's own runs in both passes
         t0 = time.monotonic()
         cases, failure = search()
         dt = time.monotonic() - t0
@@ -487,6 +523,20 @@ class Prover:
             return z3.Implies(z3.And(*h), c) if h else c
 
         return instance
+
+    def _record(self, method: str, *args: Any) -> None:
+        self.script.append((method, self.core_first, args))
+
+    def replay(self, script: Sequence[tuple[str, int, tuple[Any, ...]]]) -> None:
+        """Run the steps a "small" pass recorded, in order, on the formulas it built.
+
+        The second pass of ``run_theorem``: the same steps as running the script again
+        (a script's formulas never depend on what a step returns, which in the first pass
+        is nothing, or an empty exhibit), without building every formula a second time.
+        """
+        for method, core_first, args in script:
+            self.core_first = core_first
+            getattr(self, method)(*args)
 
     def note(self, key: str, value: Any) -> None:
         """Extra information for the report (e.g. which obligations also fit int32)."""

@@ -18,6 +18,8 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
+from .nodes import APP, Walk
+
 WIDTH = 8
 """Bits per word: symbols in [-4, 4] and the few products of them a step forms stay inside
 [-128, 127] (a product that wraps only makes a candidate the Int formula rejects)."""
@@ -38,67 +40,108 @@ class Unsupported(Exception):
 
 
 def to_bv(formula: Any, xs: Sequence[Any], width: int = WIDTH) -> tuple[Any, dict[str, Any]]:
-    """The bit-vector image of ``formula`` and the word of each Int symbol of ``xs``."""
+    """The bit-vector image of ``formula`` and the word of each Int symbol of ``xs``.
+
+    Walked and built through the C API (``nodes.py``), node by node as z3py's operators
+    would build it (``a + b`` is ``bvadd``, ``a <= b`` is ``bvsle``, ``a % b`` is
+    ``bvsmod``, ``a / b`` is ``bvsdiv``): the same terms, a fraction of the Python work.
+    """
+    w = Walk(formula.ctx)
+    c = w.c
     env = {str(x): z3.BitVec(str(x), width) for x in xs}
+    words = {x.get_id(): env[str(x)].as_ast() for x in xs}
+    sort = z3.BitVecSort(width, w.ctx).ast
+    limit = 2 ** (width - 2)  # e.g. the range theorems' 2^31 - 1 is outside
     memo: dict[int, Any] = {}
+    made: list[Any] = []  # every node built here holds a reference until the image does
+
+    def keep(a: Any) -> Any:
+        z3.Z3_inc_ref(c, a)
+        made.append(a)
+        return a
 
     def go(e: Any) -> Any:
-        k = e.get_id()
+        k = z3.Z3_get_ast_id(c, e)
         if k not in memo:
             memo[k] = convert(e)
         return memo[k]
 
     def convert(e: Any) -> Any:
-        if z3.is_int_value(e):
-            if abs(e.as_long()) >= 2 ** (width - 2):  # e.g. the range theorems' 2^31 - 1
-                raise Unsupported(f"constant {e.as_long()} is outside the small domain")
-            return z3.BitVecVal(e.as_long(), width)
-        if z3.is_true(e) or z3.is_false(e):
+        value = w.int_value(e)
+        if value is not None:
+            if abs(value) >= limit:
+                raise Unsupported(f"constant {value} is outside the small domain")
+            return keep(z3.Z3_mk_numeral(c, str(value), sort))
+        kind = w.op(e)
+        if kind in (z3.Z3_OP_TRUE, z3.Z3_OP_FALSE):
             return e
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            if e.sort() == z3.IntSort():
-                return env[str(e)]
-            if e.sort() == z3.BoolSort():
+        args = w.args(e)
+        if kind == z3.Z3_OP_UNINTERPRETED and not args:
+            s = w.sort_kind(e)
+            if s == z3.Z3_INT_SORT:
+                k = z3.Z3_get_ast_id(c, e)
+                return words[k] if k in words else env[str(w.wrap(e))].as_ast()
+            if s == z3.Z3_BOOL_SORT:
                 return e
-            raise Unsupported(str(e.sort()))
-        kind = e.decl().kind()
-        a = [go(c) for c in e.children()]
+            raise Unsupported(str(w.wrap(e).sort()))
+        a = [go(x) for x in args]
         if kind in NARY:
             out = a[0]
             for x in a[1:]:
-                out = NARY[kind](out, x)
+                out = keep(NARY[kind](c, out, x))
             return out
         if kind == z3.Z3_OP_UMINUS:
-            return -a[0]
+            return keep(z3.Z3_mk_bvneg(c, a[0]))
         if kind in (z3.Z3_OP_IDIV, z3.Z3_OP_MOD):
             x, y = a
-            r = x % z3.If(y < 0, -y, y)  # bvsmod by |y|: the Euclidean remainder, >= 0
-            return r if kind == z3.Z3_OP_MOD else (x - r) / y
+            # bvsmod by |y|: the Euclidean remainder, >= 0
+            zero = keep(z3.Z3_mk_numeral(c, "0", sort))
+            neg = keep(z3.Z3_mk_bvslt(c, y, zero))
+            r = keep(
+                z3.Z3_mk_bvsmod(c, x, keep(z3.Z3_mk_ite(c, neg, keep(z3.Z3_mk_bvneg(c, y)), y)))
+            )
+            if kind == z3.Z3_OP_MOD:
+                return r
+            return keep(z3.Z3_mk_bvsdiv(c, keep(z3.Z3_mk_bvsub(c, x, r)), y))
+        if kind in FLIP and w.kind(a[1]) == NUMERAL and w.kind(a[0]) != NUMERAL:
+            # z3py's ``x <= 3`` with 3 a numeral word is Python's reflected ``3 >= x`` (the
+            # numeral's class is a subclass of the word's), so its image is that term
+            return keep(FIXED[FLIP[kind]](c, a[1], a[0]))
         if kind in FIXED:
-            return FIXED[kind](*a)
-        raise Unsupported(e.decl().name())
+            return keep(FIXED[kind](c, *a))
+        if kind in LISTS:
+            return keep(LISTS[kind](c, len(a), (z3.Ast * len(a))(*a)))
+        raise Unsupported(w.wrap(e).decl().name())
 
-    return go(formula), env
+    try:
+        image = z3.BoolRef(go(formula.as_ast()), w.ctx)
+    finally:
+        for a in made:
+            z3.Z3_dec_ref(c, a)
+    return image, env
 
 
 NARY: dict[int, Any] = {
-    z3.Z3_OP_ADD: lambda a, b: a + b,
-    z3.Z3_OP_SUB: lambda a, b: a - b,
-    z3.Z3_OP_MUL: lambda a, b: a * b,
+    z3.Z3_OP_ADD: z3.Z3_mk_bvadd,
+    z3.Z3_OP_SUB: z3.Z3_mk_bvsub,
+    z3.Z3_OP_MUL: z3.Z3_mk_bvmul,
 }
 FIXED: dict[int, Any] = {
-    z3.Z3_OP_LE: lambda a, b: a <= b,
-    z3.Z3_OP_LT: lambda a, b: a < b,
-    z3.Z3_OP_GE: lambda a, b: a >= b,
-    z3.Z3_OP_GT: lambda a, b: a > b,
-    z3.Z3_OP_EQ: lambda a, b: a == b,
-    z3.Z3_OP_DISTINCT: lambda *a: z3.Distinct(*a),
-    z3.Z3_OP_ITE: lambda c, a, b: z3.If(c, a, b),
-    z3.Z3_OP_AND: lambda *a: z3.And(*a),
-    z3.Z3_OP_OR: lambda *a: z3.Or(*a),
-    z3.Z3_OP_NOT: lambda a: z3.Not(a),
-    z3.Z3_OP_IMPLIES: lambda a, b: z3.Implies(a, b),
-    z3.Z3_OP_XOR: lambda a, b: z3.Xor(a, b),
+    z3.Z3_OP_LE: z3.Z3_mk_bvsle,
+    z3.Z3_OP_LT: z3.Z3_mk_bvslt,
+    z3.Z3_OP_GE: z3.Z3_mk_bvsge,
+    z3.Z3_OP_GT: z3.Z3_mk_bvsgt,
+    z3.Z3_OP_EQ: z3.Z3_mk_eq,
+    z3.Z3_OP_ITE: z3.Z3_mk_ite,
+    z3.Z3_OP_NOT: z3.Z3_mk_not,
+    z3.Z3_OP_IMPLIES: z3.Z3_mk_implies,
+    z3.Z3_OP_XOR: z3.Z3_mk_xor,
+}
+NUMERAL = z3.Z3_NUMERAL_AST
+LISTS: dict[int, Any] = {
+    z3.Z3_OP_DISTINCT: z3.Z3_mk_distinct,
+    z3.Z3_OP_AND: z3.Z3_mk_and,
+    z3.Z3_OP_OR: z3.Z3_mk_or,
 }
 
 
@@ -106,24 +149,32 @@ def bounds(facts: Sequence[Any], xs: Sequence[Any], k: int) -> dict[str, tuple[i
     """Each symbol's range in the box [-k, k], narrowed by the top-level facts ``x >= c``,
     ``x <= c``, ``x > c``, ``x < c`` and ``x == c`` among ``facts`` (conjunctions opened)."""
     out = {str(x): (-k, k) for x in xs}
-    stack = list(facts)
+    if not xs:
+        return out
+    w = Walk(xs[0].ctx)
+    names = {x.get_id(): str(x) for x in xs}
+    stack = [f.as_ast() for f in facts if isinstance(f, z3.AstRef)]
     while stack:
         e = stack.pop()
-        if z3.is_and(e):
-            stack.extend(e.children())
+        op = w.op(e)
+        if op == z3.Z3_OP_AND:
+            stack.extend(w.args(e))
             continue
-        if not z3.is_app(e) or e.num_args() != 2:
+        args = w.args(e) if op != -1 else []
+        if len(args) != 2:
             continue
-        a, b = e.children()
-        if z3.is_int_value(a) and z3.is_const(b):  # c <= x and friends: flip
+        a, b = args
+        c = w.int_value(a)
+        if c is not None and w.kind(b) in APP and not w.args(b):  # c <= x and friends: flip
             a, b = b, a
-            kind = FLIP.get(e.decl().kind())
+            kind = FLIP.get(op)
         else:
-            kind = e.decl().kind()
-        if not (z3.is_const(a) and str(a) in out and z3.is_int_value(b)) or kind is None:
+            kind = op
+            c = w.int_value(b)
+        name = names.get(w.ident(a)) if w.is_symbol(a) else None
+        if name is None or c is None or kind is None:
             continue
-        lo, hi = out[str(a)]
-        c = b.as_long()
+        lo, hi = out[name]
         if kind == z3.Z3_OP_GE:
             lo = max(lo, c)
         elif kind == z3.Z3_OP_GT:
@@ -134,7 +185,7 @@ def bounds(facts: Sequence[Any], xs: Sequence[Any], k: int) -> dict[str, tuple[i
             hi = min(hi, c - 1)
         elif kind == z3.Z3_OP_EQ:
             lo, hi = max(lo, c), min(hi, c)
-        out[str(a)] = (lo, hi)
+        out[name] = (lo, hi)
     return out
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import z3  # type: ignore[import-untyped]
 
+from .nodes import free_constants
 from .query import Values
 
 
@@ -81,24 +82,6 @@ def simplified(e: Any) -> Any:
 
 def pinned(r: tuple[int, int]) -> bool:
     return r[0] == r[1]
-
-
-def free_constants(e: Any) -> list[Any]:
-    """The uninterpreted constants (the symbols) of a formula, each once."""
-    seen: set[int] = set()
-    out: dict[int, Any] = {}
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        i = x.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            out[i] = x
-        else:
-            stack.extend(x.children())
-    return list(out.values())
 
 
 def confirmed(model: z3.ModelRef, claim: Any, hyps: Sequence[Any]) -> bool:

@@ -49,11 +49,13 @@ def doc_keys(doc: int, tokens: int, base: int) -> list[bytes]:
 # --- bounds, and what the runs covered (reported as notes) -------------------------------------
 
 WALK_MAX_N = 2  # match, claim, boundary: prompts of N <= 2*lcm + 1 tokens
+WALK_QUICK = 1  # ... match and claim: N <= lcm + 1 with --quick (the host-tier walks' bound)
 WALK_EXHAUSTIVE = 4  # ... every chunking for N <= 4
 CHARGE_FIRST = 3  # admission with a hit: the rest of the chunk, first <= 3*lcm + 1
 CHARGE_EXTRA = 2  # ... the decode reserve, extra <= 2*lcm + 1
 HIT_MAX_N = 3  # property 8: prompts of N <= 3*lcm + 1 tokens
 HIT_EXHAUSTIVE = 8  # ... every chunking for N <= 8
+HIT_EXHAUSTIVE_QUICK = 6  # ... for N <= 6 with --quick (N = 7, 8: the chunkings beyond it)
 
 COVERAGE: dict[str, int] = {}
 """Counts of the interesting cases a run met, so a report shows none passed vacuously."""
