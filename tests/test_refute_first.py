@@ -219,16 +219,20 @@ def test_quick_searches_small_only_in_theorems_that_claim_a_variant(
     assert unbounded(quick) == unbounded(full)[1:]
 
 
-def test_quick_caps_the_four_box_at_100000_units_in_a_theorem_that_claims_a_variant(
+def test_quick_searches_the_one_box_in_a_theorem_that_claims_a_variant(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     name = "live-tail-hole-never-read"
     assert THEOREMS[name].kills
     limits, quick = _small_limits(monkeypatch, name, True)
-    assert quick["verdict"] == "proved" and quick["notes"]["small_domain"]["searches"] > 0
-    assert limits and max(limits) == 100_000
+    searches = quick["notes"]["small_domain"]["searches"]
+    assert quick["verdict"] == "proved" and searches > 0
+    # One search per step, in [-1, 1] (100,000 units); a full run adds the [-4, 4] one.
+    assert limits == [100_000] * searches
+    assert "every symbol in [-1, 1]" in quick["steps"][0]["detail"]
     limits, full = _small_limits(monkeypatch, name, False)
     assert sorted(set(limits)) == [100_000, 250_000]
+    assert full["steps"][0]["detail"].endswith("every symbol in [-1, 1] then [-4, 4]")
 
 
 def test_a_kill_beyond_the_quick_cap_comes_from_the_unbounded_query() -> None:

@@ -87,8 +87,8 @@ def run_theorem(
                         "small domain of every step",
                         "no counterexample",
                         time.monotonic() - t0,
-                        f"{searched.small_searches} searches, every symbol in [-1, 1] then "
-                        "[-4, 4]",
+                        f"{searched.small_searches} searches, every symbol in "
+                        + " then ".join(f"[-{k}, {k}]" for k, _, _ in levels),
                     )
                 )
                 if replay:
