@@ -41,8 +41,10 @@ from .prover.traces import transition_traces
     leaves F' + other + real pages' = N - 1; free returns every real page, so with no other
     holder it leaves F' = N - 1 (freeing every table restores the pool). Unbounded in sizes
     and counts, for tables of two runs; every live_count function (facts from proved
-    lemmas). Per-page facts (queue membership against counts) are covered by the bounded
-    reclaim-bounded theorem and the differential campaign.""",
+    lemmas). Per-page facts (a page's count equals its holders, queue membership against
+    counts) are references-equal-holders-per-page (acquire, claim, free) and
+    reclaim-slots-follow-runs (reclaim), unbounded, and reclaim-bounded and the
+    differential campaign, over the model's classes.""",
     """Pages never leak or double-count: whatever an engine acquires, reclaims and frees,
     free plus pinned stays the pool size, and freeing every request gives the pool back.""",
     kills=(
