@@ -512,6 +512,9 @@ def _check_greatest(w: World, prompts: Sequence[int]) -> Values | None:
     pool = w.pool
     refs = pool.ref_counts()
     named = set(pool._name_of.values())
+    copies_of: dict[Any, list[int]] = {}  # each name's pages, in the pool's order
+    for q, nm in pool._name_of.items():
+        copies_of.setdefault(nm, []).append(q)
     L, base = w.lcm, w.base
     for P in prompts:
         keys = w.keys(P)
@@ -545,7 +548,7 @@ def _check_greatest(w: World, prompts: Sequence[int]) -> Values | None:
                         problem = f"g{gi} slot {j} below the resume pages matched page {pg}"
                     continue
                 name = (gi, keys[(j + 1) * k - 1])
-                copies = [q for q, nm in pool._name_of.items() if nm == name]
+                copies = copies_of.get(name, [])
                 in_use = [q for q in copies if refs[q] >= 1]
                 want = min(in_use or copies, key=lambda q: w.registered[q])
                 _count("matched names with several copies", len(copies) > 1)
