@@ -55,7 +55,7 @@ def _verify_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"short run for CI: the campaign's targeted scenarios and {QUICK_EXAMPLES} random "
         "examples per machine, no bit-vector search, small-domain search only in the theorems "
-        "that claim a wrong variant and in [-1, 1] only, smaller bounds in three bounded "
+        "that claim a wrong variant and in [-1, 1] only, smaller bounds in four bounded "
         "theorems",
     )
     p.add_argument(
