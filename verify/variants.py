@@ -482,6 +482,11 @@ HOST_VARIANTS: dict[str, Variant] = {
 }
 
 
+def rule_variants(*entries: tuple[str, str, str, Callable[..., Any]]) -> dict[str, Variant]:
+    """Variants that replace one rule of spec/slots.py each: (name, description, rule, wrong)."""
+    return {n: Variant(n, d, spec_slots, attr, f) for n, d, attr, f in entries}
+
+
 # --- the pool's queue rules (semantics section 2, spec/slots.py) --------------------------
 
 
@@ -502,26 +507,22 @@ def _named_joins_front(named: Any, retention: Any, ar: Arith = geo.INT) -> Any:
 
 
 VARIANTS.update(
-    (v.name, v)
-    for v in (
-        Variant(
+    rule_variants(
+        (
             "alloc-queue-before-front",
             "an allocation takes the ordered queue's head before the stack of unnamed pages",
-            spec_slots,
             "from_front",
             _queue_before_front,
         ),
-        Variant(
+        (
             "alloc-keeps-name",
             "the page an allocation takes keeps its prefix-cache name",
-            spec_slots,
             "evicts",
             _keeps_name,
         ),
-        Variant(
+        (
             "named-release-joins-front",
             "a released named page joins the queue's front like an unnamed one",
-            spec_slots,
             "joins_front",
             _named_joins_front,
         ),
@@ -546,26 +547,22 @@ def _drops_device_on_load(load: Any, completed: Any, ar: Arith = geo.INT) -> Any
 
 
 HOST_VARIANTS.update(
-    (v.name, v)
-    for v in (
-        Variant(
+    rule_variants(
+        (
             "load-names-host-page",
             "complete_load names the device page whose id is the host page's, not the loaded one",
-            spec_slots,
             "copy_target",
             _copy_target_host,
         ),
-        Variant(
+        (
             "aborted-plan-names-pages",
             "abort_offload (and a load aborted by free) names the plan's target pages",
-            spec_slots,
             "copy_name",
             _copy_name_on_abort,
         ),
-        Variant(
+        (
             "load-releases-device-page",
             "complete_load drops the loaded device pages' references, as an offload does",
-            spec_slots,
             "drops_device",
             _drops_device_on_load,
         ),
