@@ -42,6 +42,19 @@ def test_small_domain_counterexample_is_shrunk_to_the_least_total_size() -> None
     assert p.notes["small_domain"]["units"] > 0
 
 
+def test_small_domain_counterexample_with_a_boolean_flag() -> None:
+    # A step over a flag and a size: the counterexample needs the flag set, and is confirmed
+    # on the Int formula with the flag's value from the same model.
+    x = z3.Int("x")
+    flag = z3.Bool("flag")
+    p = Prover(rlimit=10_000_000)
+    with pytest.raises(StepFailed) as e:
+        p.prove("flag => x * x != 4", z3.Implies(flag, x * x != 4), [x >= 0])
+    assert e.value.verdict == "counterexample"
+    assert e.value.values["x"] == 2
+    assert p.steps[-1].detail.startswith("small domain [-4, 4], shrunk: ")
+
+
 def test_counterexample_outside_the_small_domain_is_found_by_the_unbounded_query() -> None:
     x = z3.Int("x")
     p = Prover(rlimit=10_000_000)

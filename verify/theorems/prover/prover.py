@@ -275,6 +275,9 @@ class Prover:
         values = {k: m.eval(w, model_completion=True).as_signed_long() for k, w in words.items()}
         consts = free_constants(formula)
         pairs = [(c, z3.IntVal(values[str(c)])) for c in consts if str(c) in values]
+        # A Boolean symbol (a flag of the step) keeps its word's value too: the image holds
+        # it as it is, so the model has it, and without it no candidate could be confirmed.
+        pairs += [(c, m.eval(c, model_completion=True)) for c in consts if z3.is_bool(c)]
         return values if z3.is_true(z3.simplify(z3.substitute(formula, *pairs))) else None
 
     def _shrink(
