@@ -38,6 +38,9 @@ QUICK_EXAMPLES = 10
 DEFAULT_REPORT = Path(".livetail") / "report.json"
 DEFAULT_TRACES = Path(".livetail") / "traces"
 DIFFERENTIAL = "differential"
+LOG_WIDTH = 10_000
+"""Console width when stdout is not a terminal: wider than any line or table the command
+prints, so a log keeps every column whole (rich cuts what passes the width)."""
 
 
 class UsageError(Exception):
@@ -116,6 +119,11 @@ def _verify_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"theorem processes at a time (default {runner.DEFAULT_JOBS})",
     )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only the final table (no line per theorem as it ends, no campaign progress)",
+    )
     return p
 
 
@@ -151,7 +159,65 @@ def _write_traces(result: dict[str, Any], traces_dir: Path) -> list[str]:
     return paths
 
 
-def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) -> dict[str, Any]:
+def _every(done: int, total: int, parts: int = 10) -> bool:
+    """Whether a progress count is worth a line: about every `parts`-th of the total, and
+    the end."""
+    return done == total or done % max(1, total // parts) == 0
+
+
+class _Log:
+    """The run as it goes, one line at a time: each theorem as its result arrives (in the
+    parent, from the process pool's results), the campaign's scenarios and random examples,
+    the variant runs.  Lines are plain (no columns to cut), so a log reads like a terminal;
+    with ``quiet`` nothing is printed here and the final table is the whole output."""
+
+    def __init__(self, console: Console, theorems: int, quiet: bool) -> None:
+        self.console = console
+        self.theorems = theorems
+        self.quiet = quiet
+        self.done = 0
+        self.t0 = time.monotonic()
+        self.lock = threading.Lock()
+
+    def line(self, text: str) -> None:
+        if self.quiet:
+            return
+        with self.lock:
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    def theorem(self, r: dict[str, Any]) -> None:
+        with self.lock:
+            self.done += 1
+            done = self.done
+        width = len(str(self.theorems))
+        verdict = _label(str(r["verdict"]))
+        if r["verdict"] != r["expected"]:
+            verdict = f"{verdict} (FAILED: expected {_label(str(r['expected']))})"
+        kind = "bounded" if r.get("bounded") else "z3"
+        self.line(
+            f"[{done:>{width}}/{self.theorems}] {r['name']}: {verdict}, {kind}, "
+            f"{_units(r.get('rlimit_used'), r.get('rlimit_budget'))} units, "
+            f"{float(r['seconds']):.1f}s"
+        )
+
+    def campaign(self, tier: str, kind: str, done: int, total: int) -> None:
+        if not _every(done, total, 4 if kind == "scenarios" else 10):
+            return
+        what = "scenarios" if kind == "scenarios" else "random examples"
+        machine = "device" if tier == "device" else "host-tier"
+        self.line(
+            f"campaign, {machine} machine: {what} {done}/{total} "
+            f"({time.monotonic() - self.t0:.1f}s into the run)"
+        )
+
+    def mutants(self, done: int, total: int) -> None:
+        if _every(done, total):
+            self.line(f"wrong variants x theorems: {done}/{total} runs")
+
+
+def _campaign(
+    examples: int, traces_dir: Path, seed: int, progress: Progress, log: _Log | None = None
+) -> dict[str, Any]:
     task = progress.add_task(
         f"differential campaign ({examples} + {examples} host-tier examples)", total=2 * examples
     )
@@ -162,7 +228,10 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
         def tick(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        res = run_campaign(examples, traces_dir, seed=seed, progress=tick)
+        if log is None or log.quiet:
+            res = run_campaign(examples, traces_dir, seed=seed, progress=tick)
+        else:
+            res = run_campaign(examples, traces_dir, seed=seed, progress=tick, stage=log.campaign)
     except Exception as e:  # the native module missing is the usual one
         progress.update(task, visible=False)
         return {
@@ -174,6 +243,12 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
             "ok": False,
         }
     progress.update(task, completed=2 * examples, total=2 * examples)
+    if log is not None:
+        verdict = "divergence" if res.get("failures") else "no divergence"
+        log.line(
+            f"campaign: {verdict}, {res.get('examples')} + {res.get('host_examples', 0)} "
+            f"host-tier random examples, {float(res.get('seconds') or 0.0):.1f}s"
+        )
     out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
     out["cpu_seconds"] = round(time.thread_time() - c0, 3)  # this thread runs the campaign
     for k in ("host_examples", "scenarios", "host_scenarios", "steps", "host_steps"):
@@ -183,19 +258,29 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
     return out
 
 
-def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+def _mutants(
+    names: Sequence[str], args: argparse.Namespace, progress: Progress, log: _Log | None = None
+) -> dict[str, Any]:
     from .theorems import THEOREMS
     from .variants import VARIANTS
 
     tasks = [(n, v) for v in VARIANTS for n in _by_cost(names)]
     task = progress.add_task("wrong variants x theorems", total=len(tasks))
+    finished = [0]
+
+    def done(r: dict[str, Any]) -> None:
+        progress.advance(task)
+        finished[0] += 1
+        if log is not None:
+            log.mutants(finished[0], len(tasks))
+
     results = runner.run_theorems(
         tasks,
         seed=args.seed,
         timeout=args.timeout,
         jobs=args.jobs,
         quick=args.quick,
-        on_done=lambda r: progress.advance(task),
+        on_done=done,
     )
     matrix: dict[str, dict[str, str]] = {v: {} for v in VARIANTS}
     traces: list[str] = []
@@ -357,8 +442,8 @@ def verify_main(argv: Sequence[str]) -> int:
     )
 
     args = _verify_parser().parse_args(list(argv))
-    # Logs and pipes get a table wide enough not to wrap theorem names.
-    console = Console(width=None if sys.stdout.isatty() else 150)
+    # Logs and pipes get lines and tables at their full width: nothing is cut or wrapped.
+    console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
     err = Console(stderr=True)
     try:
         names, with_campaign = _selection(args.only)
@@ -393,6 +478,7 @@ def verify_main(argv: Sequence[str]) -> int:
         transient=True,
     ) as progress:
         task = progress.add_task("theorems", total=len(names))
+        log = _Log(console, len(names), args.quiet)
         running: set[str] = set()
         lock = threading.Lock()
 
@@ -407,6 +493,7 @@ def verify_main(argv: Sequence[str]) -> int:
                 progress.update(
                     task, advance=1, description=f"theorems: {', '.join(sorted(running)) or 'done'}"
                 )
+            log.theorem(r)
 
         def prove() -> None:
             results.extend(
@@ -425,7 +512,7 @@ def verify_main(argv: Sequence[str]) -> int:
         worker = threading.Thread(target=prove, name="theorems")
         worker.start()
         if with_campaign:
-            report["differential"] = _campaign(examples, args.traces, args.seed, progress)
+            report["differential"] = _campaign(examples, args.traces, args.seed, progress, log)
         else:
             why = "examples = 0" if examples == 0 else "not selected by --only"
             report["differential"] = {
@@ -438,7 +525,7 @@ def verify_main(argv: Sequence[str]) -> int:
             }
         worker.join()
         if args.mutants:
-            report["mutants"] = _mutants(names, args, progress)
+            report["mutants"] = _mutants(names, args, progress, log)
     runner.stop_fork_server()  # the theorem processes then count in getrusage(RUSAGE_CHILDREN)
     by_name = {r["name"]: r for r in results}
     for n in names:
