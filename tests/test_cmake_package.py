@@ -2,7 +2,8 @@
 by find_package(livetail CONFIG) after cmake --install, sets no C++ standard itself, and
 finds no cache entry forced on it (issue 12 item 3). Its second program, engine_loop.cpp,
 is the complete engine loop docs/cpp.md walks through: it runs and prints exactly
-engine_loop.out, and every C++ block of docs/cpp.md is quoted from it verbatim."""
+engine_loop.out, the same loop on the spec and the binding prints the same lines, and every
+C++ block of docs/cpp.md is quoted from it verbatim."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSUMER = Path(__file__).parent / "cmake_consumer"
@@ -138,3 +140,116 @@ def test_cpp_doc_quotes_the_engine_loop_verbatim_and_its_output() -> None:
     [out] = _blocks(doc, "text")
     assert out == ENGINE_LOOP_OUT
     assert "tests/cmake_consumer/engine_loop.cpp" in doc
+
+
+def _engine_loop_in_python(impl: ModuleType) -> list[str]:
+    """engine_loop.cpp's run_engine(), line for line, on the Python API of `impl`."""
+    chunk, decode = 8, 2
+    pool = impl.BlockPool(24, events=True)
+    host = impl.HostPool(32, events=True)
+    specs = [impl.GroupSpec("full", 8), impl.GroupSpec("sliding", 2, 3, live_tail_alloc=True)]
+    coord = impl.Coordinator(specs, pool, host=host)
+    base = coord.base_block_size
+
+    class Request:
+        def __init__(self, rid: int, arrival: int, prompt: list[int]) -> None:
+            self.id, self.arrival, self.done = rid, arrival, 0
+            self.keys = impl.page_keys(prompt, base)
+            self.prompt = [*prompt, 7]
+            self.tables = coord.new_tables()
+
+        def next(self) -> int:
+            n = len(self.prompt)
+            return min(chunk, n - self.done) if self.done < n else 1
+
+    prompts = [range(100, 124), range(500, 540), range(900, 1100), range(100, 116)]
+    arriving = [Request(i + 1, a, list(p)) for i, (a, p) in enumerate(zip((0, 0, 1, 14), prompts))]
+    waiting: list[Request] = []
+    running: list[Request] = []
+    out: list[str] = []
+    counts = {"GPU": [0, 0], "CPU": [0, 0]}
+    finished = rejected = preempted = loaded = offloaded = hits = 0
+    step = 0
+    while arriving or waiting or running:
+        while arriving and arriving[0].arrival <= step:
+            waiting.append(arriving.pop(0))
+        plan = coord.plan_step([(r.tables, r.next()) for r in running])
+        if not plan.top_fits:
+            out.append(f"step {step}: reject request {running[0].id}")
+            coord.free(running.pop(0).tables)
+            rejected += 1
+            step += 1
+            continue
+        coord.apply_step(plan)
+        while len(running) > plan.stepped:
+            r = running.pop()
+            out.append(f"step {step}: preempt request {r.id}")
+            r.done = 0
+            waiting.insert(0, r)
+            preempted += 1
+        room = plan.free_after
+        admitted, loads = [], []
+        while waiting:
+            r = waiting[0]
+            m = coord.match_prefix(r.keys)
+            first = min(chunk, len(r.prompt) - m.num_tokens)
+            charge = coord.blocks_consumed_by_claim(m) + coord.blocks_needed_for_sequential(
+                r.tables, first, 1
+            )
+            if charge > room:
+                break
+            room -= charge
+            load = coord.claim(r.tables, m)
+            from_host = 0 if load is None else len(load.host_pages)
+            if load is not None:
+                loads.append(load)
+            out.append(
+                f"step {step}: admit request {r.id}, hit {m.num_tokens} tokens, "
+                f"{from_host} pages from the host"
+            )
+            loaded += from_host
+            r.done = m.num_tokens
+            hits += m.num_tokens
+            admitted.append(r)
+            running.append(waiting.pop(0))
+        for r in admitted:
+            assert coord.acquire(r.tables, r.next())
+        for load in loads:
+            coord.complete_load(load)
+        for r in running:
+            r.done += r.next()
+            coord.cache_full_blocks(r.tables, r.keys, r.done)
+            copy = coord.plan_offload(r.tables, r.done)
+            if copy is not None:
+                offloaded += len(copy.host_pages)
+                coord.complete_offload(copy)
+            coord.reclaim_expired(r.tables, r.done)
+        for r in list(reversed(running)):
+            if r.done == len(r.prompt) + decode:
+                coord.free(r.tables)
+                running.remove(r)
+                finished += 1
+        for p in (pool, host):
+            for kind, tier, _group, keys, *_ in p.take_events():
+                if kind in ("stored", "removed"):
+                    counts[tier][kind == "removed"] += len(keys)
+        out.append(
+            f"step {step}: running {len(running)} waiting {len(waiting)} "
+            f"pinned {pool.num_pinned} free {pool.num_free}"
+        )
+        step += 1
+    (gs, gr), (cs, cr) = counts["GPU"], counts["CPU"]
+    return [
+        *out,
+        f"finished {finished} rejected {rejected} preempted {preempted}",
+        f"hit tokens {hits} offloaded {offloaded} loaded {loaded}",
+        f"events GPU stored {gs} removed {gr}, CPU stored {cs} removed {cr}",
+        f"pool free {pool.num_free} of {pool.num_blocks - 1}, "
+        f"host free {host.num_free} of {host.num_blocks - 1}",
+    ]
+
+
+def test_engine_loop_output_is_what_the_spec_and_the_binding_do(impl: ModuleType) -> None:
+    # The C++ program's figures are the semantics': the same loop on the executable spec
+    # (and on the Python binding) prints the same lines.
+    assert _engine_loop_in_python(impl) == ENGINE_LOOP_OUT.splitlines()[:-12]
