@@ -510,3 +510,22 @@ def test_verify_prints_a_real_theorems_line_when_it_finishes(
         f"{t['seconds']:.1f}s"
     )
     assert re.fullmatch(r"\[1/1\] [a-z-]+: proved, z3, \d+\.\dM / \d+\.\dM units, \d+\.\ds", line)
+
+
+def test_verify_campaign_progress_counts_what_the_campaign_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The real campaign, one random example per machine: the progress lines end on the
+    # counts the report gives.
+    code, report = _verify(tmp_path, "--only", "differential", "--examples", "1")
+    assert code == cli.EXIT_OK
+    d = report["differential"]
+    out = capsys.readouterr().out.splitlines()
+    lines = [s.split(" (")[0] for s in out]
+    for machine, key in (("device", "scenarios"), ("host-tier", "host_scenarios")):
+        n = d[key]
+        assert n > 0
+        assert f"campaign, {machine} machine: scenarios {n}/{n}" in lines
+        assert f"campaign, {machine} machine: random examples 1/1" in lines
+    done = f"campaign: no divergence, 1 + 1 host-tier random examples, {d['seconds']:.1f}s"
+    assert done in out
