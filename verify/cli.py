@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import runner
+from .printing import LOG_WIDTH, Log, is_kill, print_tables
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.progress import Progress
 
 EXIT_OK = 0
@@ -38,9 +38,6 @@ QUICK_EXAMPLES = 10
 DEFAULT_REPORT = Path(".livetail") / "report.json"
 DEFAULT_TRACES = Path(".livetail") / "traces"
 DIFFERENTIAL = "differential"
-LOG_WIDTH = 10_000
-"""Console width when stdout is not a terminal: wider than any line or table the command
-prints, so a log keeps every column whole (rich cuts what passes the width)."""
 
 
 class UsageError(Exception):
@@ -159,64 +156,8 @@ def _write_traces(result: dict[str, Any], traces_dir: Path) -> list[str]:
     return paths
 
 
-def _every(done: int, total: int, parts: int = 10) -> bool:
-    """Whether a progress count is worth a line: about every `parts`-th of the total, and
-    the end."""
-    return done == total or done % max(1, total // parts) == 0
-
-
-class _Log:
-    """The run as it goes, one line at a time: each theorem as its result arrives (in the
-    parent, from the process pool's results), the campaign's scenarios and random examples,
-    the variant runs.  Lines are plain (no columns to cut), so a log reads like a terminal;
-    with ``quiet`` nothing is printed here and the final table is the whole output."""
-
-    def __init__(self, console: Console, theorems: int, quiet: bool) -> None:
-        self.console = console
-        self.theorems = theorems
-        self.quiet = quiet
-        self.done = 0
-        self.t0 = time.monotonic()
-        self.lock = threading.Lock()
-
-    def line(self, text: str) -> None:
-        if self.quiet:
-            return
-        with self.lock:
-            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-    def theorem(self, r: dict[str, Any]) -> None:
-        with self.lock:
-            self.done += 1
-            done = self.done
-        width = len(str(self.theorems))
-        verdict = _label(str(r["verdict"]))
-        if r["verdict"] != r["expected"]:
-            verdict = f"{verdict} (FAILED: expected {_label(str(r['expected']))})"
-        kind = "bounded" if r.get("bounded") else "z3"
-        self.line(
-            f"[{done:>{width}}/{self.theorems}] {r['name']}: {verdict}, {kind}, "
-            f"{_units(r.get('rlimit_used'), r.get('rlimit_budget'))} units, "
-            f"{float(r['seconds']):.1f}s"
-        )
-
-    def campaign(self, tier: str, kind: str, done: int, total: int) -> None:
-        if not _every(done, total, 4 if kind == "scenarios" else 10):
-            return
-        what = "scenarios" if kind == "scenarios" else "random examples"
-        machine = "device" if tier == "device" else "host-tier"
-        self.line(
-            f"campaign, {machine} machine: {what} {done}/{total} "
-            f"({time.monotonic() - self.t0:.1f}s into the run)"
-        )
-
-    def mutants(self, done: int, total: int) -> None:
-        if _every(done, total):
-            self.line(f"wrong variants x theorems: {done}/{total} runs")
-
-
 def _campaign(
-    examples: int, traces_dir: Path, seed: int, progress: Progress, log: _Log | None = None
+    examples: int, traces_dir: Path, seed: int, progress: Progress, log: Log | None = None
 ) -> dict[str, Any]:
     task = progress.add_task(
         f"differential campaign ({examples} + {examples} host-tier examples)", total=2 * examples
@@ -259,7 +200,7 @@ def _campaign(
 
 
 def _mutants(
-    names: Sequence[str], args: argparse.Namespace, progress: Progress, log: _Log | None = None
+    names: Sequence[str], args: argparse.Namespace, progress: Progress, log: Log | None = None
 ) -> dict[str, Any]:
     from .theorems import THEOREMS
     from .variants import VARIANTS
@@ -291,7 +232,7 @@ def _mutants(
     variants: dict[str, Any] = {}
     ok = True
     for v in VARIANTS:
-        killers = [n for n in names if _is_kill(matrix[v][n], THEOREMS[n].expected)]
+        killers = [n for n in names if is_kill(matrix[v][n], THEOREMS[n].expected)]
         expected = [n for n in names if v in THEOREMS[n].kills]
         missed = [n for n in expected if n not in killers]
         survived = not killers
@@ -305,23 +246,6 @@ def _mutants(
         }
     cpu = round(sum(r.get("cpu_seconds") or 0.0 for r in results), 3)
     return {"variants": variants, "matrix": matrix, "traces": traces, "ok": ok, "cpu_seconds": cpu}
-
-
-def _is_kill(verdict: str, expected: str) -> bool:
-    return verdict not in ("unknown", "error") and verdict != expected
-
-
-def _units(used: int | None, budget: int | None) -> str:
-    """Resource units as "used / budget" in millions (one decimal)."""
-
-    def m(n: int | None) -> str:
-        return "-" if n is None else f"{n / 1e6:.1f}M"
-
-    return f"{m(used)} / {m(budget)}"
-
-
-def _label(verdict: str) -> str:
-    return {"witness": "witness found"}.get(verdict, verdict)
 
 
 def _unwritable(path: Path) -> str:
@@ -338,97 +262,6 @@ def _unwritable(path: Path) -> str:
     if not existed:
         path.unlink()
     return ""
-
-
-def _print_tables(console: Console, report: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    t = Table(title="livetail verify", title_justify="left")
-    t.add_column("property", no_wrap=True)
-    t.add_column("kind", no_wrap=True)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("expected", no_wrap=True)
-    t.add_column("time", justify="right", no_wrap=True)
-    t.add_column("rlimit used / budget", justify="right", no_wrap=True)
-    for r in report["theorems"]:
-        style = "green" if r["ok"] else "bold red"
-        kind = "bounded" if r["bounded"] else "z3"
-        t.add_row(
-            r["name"],
-            kind,
-            f"[{style}]{_label(r['verdict'])}[/]",
-            _label(r["expected"]),
-            f"{r['seconds']:.1f}s",
-            _units(r.get("rlimit_used"), r.get("rlimit_budget")),
-        )
-    d = report.get("differential")
-    if d is not None and "skipped" not in d:
-        if "error" in d:
-            verdict = "[bold red]not run[/]"
-        elif d["ok"]:
-            verdict = "[green]no divergence[/]"
-        else:
-            verdict = "[bold red]divergence[/]"
-        host = f" + {d['host_examples']} host-tier" if "host_examples" in d else ""
-        steps = f", {d['steps'] + d['host_steps']} steps" if "steps" in d else ""
-        targeted = ""
-        if "scenarios" in d:
-            targeted = f"{d['scenarios'] + d.get('host_scenarios', 0)} scenarios, "
-        t.add_row(
-            f"differential campaign ({targeted}{d['examples']}{host} examples{steps})",
-            "spec/native",
-            verdict,
-            "no divergence",
-            f"{d['seconds']:.1f}s",
-        )
-    console.print(t)
-    if d is not None and "error" in d:
-        console.print(f"[bold red]differential campaign:[/] {d['error']}")
-    elif d is not None and d.get("failure"):
-        console.print(f"[bold red]differential campaign failed:[/] {d['failure']}")
-    for r in report["theorems"]:
-        if not r["ok"]:
-            console.print(
-                f"[bold red]{r['name']}[/]: {_label(r['verdict'])}, expected "
-                f"{_label(r['expected'])}. {r['message']}"
-            )
-            if r.get("values"):
-                console.print(f"  values: {r['values']}")
-    m = report.get("mutants")
-    if m is not None:
-        names = [r["name"] for r in report["theorems"]]
-        k = Table(
-            title="kill table (x: the theorem rejects the variant; ! expected to)",
-            title_justify="left",
-        )
-        k.add_column("theorem")
-        for v in m["matrix"]:
-            k.add_column(v, justify="center")
-        for n in names:
-            cells = []
-            for v in m["matrix"]:
-                verdict = m["matrix"][v].get(n, "")
-                mark = (
-                    "x"
-                    if _is_kill(
-                        verdict, next(r["expected"] for r in report["theorems"] if r["name"] == n)
-                    )
-                    else "."
-                )
-                if n in m["variants"][v]["expected_killers"]:
-                    mark = f"[green]{mark}![/]" if mark == "x" else "[bold red].![/]"
-                elif verdict in ("unknown", "error"):
-                    mark = "?"
-                cells.append(mark)
-            k.add_row(n, *cells)
-        k.add_row(
-            "[bold]survives?[/]",
-            *[
-                "[bold red]SURVIVES[/]" if m["variants"][v]["survived"] else "[green]killed[/]"
-                for v in m["matrix"]
-            ],
-        )
-        console.print(k)
 
 
 def verify_main(argv: Sequence[str]) -> int:
@@ -478,7 +311,7 @@ def verify_main(argv: Sequence[str]) -> int:
         transient=True,
     ) as progress:
         task = progress.add_task("theorems", total=len(names))
-        log = _Log(console, len(names), args.quiet)
+        log = Log(console, len(names), args.quiet)
         running: set[str] = set()
         lock = threading.Lock()
 
@@ -544,7 +377,7 @@ def verify_main(argv: Sequence[str]) -> int:
     cpu.append(report["differential"].get("cpu_seconds", 0.0))
     cpu.append(report.get("mutants", {}).get("cpu_seconds", 0.0))
     report["cpu_seconds"] = round(sum(cpu), 3)
-    _print_tables(console, report)
+    print_tables(console, report)
     try:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
