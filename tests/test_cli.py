@@ -151,7 +151,11 @@ def test_verify_passes_campaign_results_through(
     seen: dict[str, Any] = {}
 
     def fake(
-        examples: int, traces_dir: Path, seed: int | None = None, progress: Any = None
+        examples: int,
+        traces_dir: Path,
+        seed: int | None = None,
+        progress: Any = None,
+        stage: Any = None,
     ) -> dict[str, Any]:
         seen.update(examples=examples, traces_dir=traces_dir, seed=seed)
         if progress is not None:
@@ -357,3 +361,171 @@ def test_verify_waits_for_its_theorem_processes_so_time_counts_their_cpu(tmp_pat
     assert t["cpu_seconds"] > 0.1
     # The children's CPU as the kernel counts it covers the theorem process's own count.
     assert children >= 0.9 * t["cpu_seconds"]
+
+
+# --- what `livetail verify` prints while it runs ---------------------------------------
+
+
+def _result(name: str, verdict: str = "proved", seconds: float = 1.25) -> dict[str, Any]:
+    th = THEOREMS[name]
+    return {
+        "name": name,
+        "verdict": verdict,
+        "expected": th.expected,
+        "seconds": seconds,
+        "rlimit_used": 1_500_000,
+        "rlimit_budget": th.budget,
+        "statement": th.statement,
+        "bounded": th.bounded,
+        "variant": None,
+        "steps": [],
+        "values": {},
+        "witnesses": [],
+        "message": "",
+        "notes": {},
+        "traces": [],
+        "cpu_seconds": 0.5,
+    }
+
+
+def _units(name: str) -> str:
+    return f"1.5M / {THEOREMS[name].budget / 1e6:.1f}M units"
+
+
+def test_verify_prints_each_theorem_as_its_result_arrives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The pool's results arrive one by one; each line must be out before the next arrives,
+    # not after the last one.
+    from livetail.verify import runner
+
+    first, second = "live-tail-minimal", "live-tail-hole-never-read"
+    seen: list[str] = []
+    order: list[str] = []
+
+    def pool(tasks: Any, **kw: Any) -> list[dict[str, Any]]:
+        out = []
+        for i, (name, _variant) in enumerate(tasks):
+            order.append(name)
+            r = _result(name, "counterexample" if name == second else "proved", 1.25 + i)
+            kw["on_done"](r)
+            seen.append(capsys.readouterr().out)
+            out.append(r)
+        return out
+
+    monkeypatch.setattr(runner, "run_theorems", pool)
+    code, report = _verify(tmp_path, "--only", f"{first},{second}", "--examples", "0")
+    assert code == cli.EXIT_FAILED
+    assert sorted(order) == sorted([first, second])
+    lines = [s.strip() for s in seen]
+    verdicts = {first: "proved", second: "counterexample (FAILED: expected proved)"}
+    for i, name in enumerate(order):
+        assert lines[i] == (
+            f"[{i + 1}/2] {name}: {verdicts[name]}, z3, {_units(name)}, {1.25 + i:.1f}s"
+        )
+    final = capsys.readouterr().out
+    assert "livetail verify" in final and "FAILED" in final  # the table, at the end
+
+
+def test_verify_quiet_prints_only_the_final_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from livetail.verify import runner
+
+    def pool(tasks: Any, **kw: Any) -> list[dict[str, Any]]:
+        out = [_result(name) for name, _v in tasks]
+        for r in out:
+            kw["on_done"](r)
+        return out
+
+    monkeypatch.setattr(runner, "run_theorems", pool)
+    code, _ = _verify(tmp_path, "--only", FAST, "--examples", "0", "--quiet")
+    assert code == cli.EXIT_OK
+    out = capsys.readouterr().out
+    assert f"[1/1] {FAST}" not in out
+    assert out.lstrip().startswith("livetail verify")  # the table is the first thing printed
+    assert "all checks passed" in out
+
+
+def test_verify_prints_the_campaigns_progress_as_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from livetail.verify import campaign
+
+    def fake(
+        examples: int,
+        traces_dir: Path,
+        seed: int | None = None,
+        progress: Any = None,
+        stage: Any = None,
+    ) -> dict[str, Any]:
+        for tier, scenarios in (("device", 8), ("host", 3)):
+            for k in range(1, scenarios + 1):
+                stage(tier, "scenarios", k, scenarios)
+            for k in range(1, examples + 1):
+                stage(tier, "examples", k, examples)
+        return {
+            "examples": examples,
+            "host_examples": examples,
+            "scenarios": 8,
+            "host_scenarios": 3,
+            "steps": 1000,
+            "host_steps": 369,
+            "failures": 0,
+            "traces": [],
+            "seconds": 0.1,
+        }
+
+    monkeypatch.setattr(campaign, "run_campaign", fake)
+    code, report = _verify(tmp_path, "--only", "differential", "--examples", "20")
+    assert code == cli.EXIT_OK
+    out = capsys.readouterr().out
+    progress = [line.split(" (")[0] for line in out.splitlines() if line.startswith("campaign, ")]
+    # Scenarios about every quarter and at the end, random examples every tenth.
+    assert progress == [
+        *(f"campaign, device machine: scenarios {k}/8" for k in (2, 4, 6, 8)),
+        *(f"campaign, device machine: random examples {k}/20" for k in range(2, 21, 2)),
+        *(f"campaign, host-tier machine: scenarios {k}/3" for k in (1, 2, 3)),
+        *(f"campaign, host-tier machine: random examples {k}/20" for k in range(2, 21, 2)),
+    ]
+    assert "campaign: no divergence, 20 + 20 host-tier random examples, 0.1s" in out
+    # Not a terminal: the table keeps its full width (a 150-column console cut this row).
+    row = "differential campaign (11 scenarios, 20 + 20 host-tier examples, 1369 steps)"
+    assert row in out
+    assert "…" not in out
+
+
+def test_verify_prints_a_real_theorems_line_when_it_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    code, report = _verify(tmp_path, "--only", FAST)
+    assert code == cli.EXIT_OK
+    [t] = report["theorems"]
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("[1/1]"))
+    used = f"{t['rlimit_used'] / 1e6:.1f}M"
+    assert line == (
+        f"[1/1] {FAST}: proved, z3, {used} / {THEOREMS[FAST].budget / 1e6:.1f}M units, "
+        f"{t['seconds']:.1f}s"
+    )
+    assert re.fullmatch(r"\[1/1\] [a-z-]+: proved, z3, \d+\.\dM / \d+\.\dM units, \d+\.\ds", line)
+
+
+def test_verify_campaign_progress_counts_what_the_campaign_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The real campaign, one random example per machine: the progress lines end on the
+    # counts the report gives.
+    code, report = _verify(tmp_path, "--only", "differential", "--examples", "1")
+    assert code == cli.EXIT_OK
+    d = report["differential"]
+    out = capsys.readouterr().out.splitlines()
+    lines = [s.split(" (")[0] for s in out]
+    for machine, key in (("device", "scenarios"), ("host-tier", "host_scenarios")):
+        n = d[key]
+        assert n > 0
+        assert f"campaign, {machine} machine: scenarios {n}/{n}" in lines
+        assert f"campaign, {machine} machine: random examples 1/1" in lines
+    done = f"campaign: no divergence, 1 + 1 host-tier random examples, {d['seconds']:.1f}s"
+    assert done in out

@@ -149,12 +149,14 @@ def run_scenarios(
     traces_dir: Path | str | None = DEFAULT_TRACES_DIR,
     minimize: bool = True,
     origin: str = "scenarios",
+    progress: Callable[[int, int], None] | None = None,
 ) -> DifferentialResult:
     """Run the targeted scenarios of `tier` (``verify/scenarios.py``) on `impls` in lockstep.
 
     Each scenario builds one situation the random examples reach only now and then; they
     run in order and the first failing one stops the run (``examples``: the scenarios run,
     the failing one last).  A failure is minimized and written like a random example's.
+    `progress` sees (scenarios done, scenarios of the tier) after each one.
     """
     if tier not in ("device", "host"):
         raise ValueError(f"tier must be 'device' or 'host', not {tier!r}")
@@ -165,11 +167,14 @@ def run_scenarios(
     done = steps = 0
     failure: str | None = None
     trace: dict[str, Any] | None = None
+    chosen = scenarios(tier)
     with _maybe_variant(variant):
-        for scenario in scenarios(tier):
+        for scenario in chosen:
             world = scenario.run(impls)
             done += 1
             steps += len(world.ops)
+            if progress is not None:
+                progress(done, len(chosen))
             if world.failure is not None:
                 rep = world.failure
                 head = f"scenario {scenario.name}, step {rep.index} {describe_op(rep.op)} failed:"
@@ -188,6 +193,7 @@ def run_campaign(
     traces_dir: Path,
     seed: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    stage: Callable[[str, str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Spec against native: the device machine's targeted scenarios then `examples` random
     examples, then the host-tier machine's scenarios and as many random examples; failing
@@ -197,7 +203,9 @@ def run_campaign(
     "host_scenarios" (scenarios run), "steps", "host_steps" (ops run, scenarios and every
     example of each machine), "failures" (machines that failed), "traces", "seconds",
     "implementations", "seed", "failure"}.  `progress` sees (done, 2 * examples), the host
-    machine's examples counted after the device machine's.  Raises
+    machine's examples counted after the device machine's.  `stage` sees (machine
+    ``"device"`` or ``"host"``, ``"scenarios"`` or ``"examples"``, done, total) as each
+    scenario or random example of a machine ends, for a log of the run's progress.  Raises
     ``machine.side.NativeUnavailable`` when the native module cannot be imported.
     """
     impls = implementations("both")
@@ -208,9 +216,28 @@ def run_campaign(
         report = progress
         return lambda done, total: report(offset + done, 2 * examples)
 
+    def staged(tier: str, kind: str) -> Callable[[int, int], None] | None:
+        if stage is None:
+            return None
+        report = stage
+        return lambda done, total: report(tier, kind, done, total)
+
+    def both(*fs: Callable[[int, int], None] | None) -> Callable[[int, int], None] | None:
+        live = [f for f in fs if f is not None]
+        if not live:
+            return None
+
+        def each(done: int, total: int) -> None:
+            for f in live:
+                f(done, total)
+
+        return each
+
     results = []
     for offset, tier in ((0, "device"), (examples, "host")):
-        targeted = run_scenarios(impls, tier=tier, traces_dir=traces_dir)
+        targeted = run_scenarios(
+            impls, tier=tier, traces_dir=traces_dir, progress=staged(tier, "scenarios")
+        )
         if targeted.failed:
             results.append((targeted, DifferentialResult(0, 0.0)))
             continue
@@ -219,7 +246,7 @@ def run_campaign(
             examples=examples,
             seed=seed,
             traces_dir=traces_dir,
-            progress=ticker(offset),
+            progress=both(ticker(offset), staged(tier, "examples")),
             tier=tier,
         )
         results.append((targeted, randomly))

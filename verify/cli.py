@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import runner
+from .printing import LOG_WIDTH, Log, is_kill, print_tables
 
 if TYPE_CHECKING:
-    from rich.console import Console
     from rich.progress import Progress
 
 EXIT_OK = 0
@@ -116,6 +116,11 @@ def _verify_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"theorem processes at a time (default {runner.DEFAULT_JOBS})",
     )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only the final table (no line per theorem as it ends, no campaign progress)",
+    )
     return p
 
 
@@ -151,7 +156,9 @@ def _write_traces(result: dict[str, Any], traces_dir: Path) -> list[str]:
     return paths
 
 
-def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) -> dict[str, Any]:
+def _campaign(
+    examples: int, traces_dir: Path, seed: int, progress: Progress, log: Log | None = None
+) -> dict[str, Any]:
     task = progress.add_task(
         f"differential campaign ({examples} + {examples} host-tier examples)", total=2 * examples
     )
@@ -162,7 +169,10 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
         def tick(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        res = run_campaign(examples, traces_dir, seed=seed, progress=tick)
+        if log is None or log.quiet:
+            res = run_campaign(examples, traces_dir, seed=seed, progress=tick)
+        else:
+            res = run_campaign(examples, traces_dir, seed=seed, progress=tick, stage=log.campaign)
     except Exception as e:  # the native module missing is the usual one
         progress.update(task, visible=False)
         return {
@@ -174,6 +184,12 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
             "ok": False,
         }
     progress.update(task, completed=2 * examples, total=2 * examples)
+    if log is not None:
+        verdict = "divergence" if res.get("failures") else "no divergence"
+        log.line(
+            f"campaign: {verdict}, {res.get('examples')} + {res.get('host_examples', 0)} "
+            f"host-tier random examples, {float(res.get('seconds') or 0.0):.1f}s"
+        )
     out = {k: res.get(k) for k in ("examples", "failures", "traces", "seconds", "failure")}
     out["cpu_seconds"] = round(time.thread_time() - c0, 3)  # this thread runs the campaign
     for k in ("host_examples", "scenarios", "host_scenarios", "steps", "host_steps"):
@@ -183,19 +199,29 @@ def _campaign(examples: int, traces_dir: Path, seed: int, progress: Progress) ->
     return out
 
 
-def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress) -> dict[str, Any]:
+def _mutants(
+    names: Sequence[str], args: argparse.Namespace, progress: Progress, log: Log | None = None
+) -> dict[str, Any]:
     from .theorems import THEOREMS
     from .variants import VARIANTS
 
     tasks = [(n, v) for v in VARIANTS for n in _by_cost(names)]
     task = progress.add_task("wrong variants x theorems", total=len(tasks))
+    finished = [0]
+
+    def done(r: dict[str, Any]) -> None:
+        progress.advance(task)
+        finished[0] += 1
+        if log is not None:
+            log.mutants(finished[0], len(tasks))
+
     results = runner.run_theorems(
         tasks,
         seed=args.seed,
         timeout=args.timeout,
         jobs=args.jobs,
         quick=args.quick,
-        on_done=lambda r: progress.advance(task),
+        on_done=done,
     )
     matrix: dict[str, dict[str, str]] = {v: {} for v in VARIANTS}
     traces: list[str] = []
@@ -206,7 +232,7 @@ def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress)
     variants: dict[str, Any] = {}
     ok = True
     for v in VARIANTS:
-        killers = [n for n in names if _is_kill(matrix[v][n], THEOREMS[n].expected)]
+        killers = [n for n in names if is_kill(matrix[v][n], THEOREMS[n].expected)]
         expected = [n for n in names if v in THEOREMS[n].kills]
         missed = [n for n in expected if n not in killers]
         survived = not killers
@@ -220,23 +246,6 @@ def _mutants(names: Sequence[str], args: argparse.Namespace, progress: Progress)
         }
     cpu = round(sum(r.get("cpu_seconds") or 0.0 for r in results), 3)
     return {"variants": variants, "matrix": matrix, "traces": traces, "ok": ok, "cpu_seconds": cpu}
-
-
-def _is_kill(verdict: str, expected: str) -> bool:
-    return verdict not in ("unknown", "error") and verdict != expected
-
-
-def _units(used: int | None, budget: int | None) -> str:
-    """Resource units as "used / budget" in millions (one decimal)."""
-
-    def m(n: int | None) -> str:
-        return "-" if n is None else f"{n / 1e6:.1f}M"
-
-    return f"{m(used)} / {m(budget)}"
-
-
-def _label(verdict: str) -> str:
-    return {"witness": "witness found"}.get(verdict, verdict)
 
 
 def _unwritable(path: Path) -> str:
@@ -255,97 +264,6 @@ def _unwritable(path: Path) -> str:
     return ""
 
 
-def _print_tables(console: Console, report: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    t = Table(title="livetail verify", title_justify="left")
-    t.add_column("property", no_wrap=True)
-    t.add_column("kind", no_wrap=True)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("expected", no_wrap=True)
-    t.add_column("time", justify="right", no_wrap=True)
-    t.add_column("rlimit used / budget", justify="right", no_wrap=True)
-    for r in report["theorems"]:
-        style = "green" if r["ok"] else "bold red"
-        kind = "bounded" if r["bounded"] else "z3"
-        t.add_row(
-            r["name"],
-            kind,
-            f"[{style}]{_label(r['verdict'])}[/]",
-            _label(r["expected"]),
-            f"{r['seconds']:.1f}s",
-            _units(r.get("rlimit_used"), r.get("rlimit_budget")),
-        )
-    d = report.get("differential")
-    if d is not None and "skipped" not in d:
-        if "error" in d:
-            verdict = "[bold red]not run[/]"
-        elif d["ok"]:
-            verdict = "[green]no divergence[/]"
-        else:
-            verdict = "[bold red]divergence[/]"
-        host = f" + {d['host_examples']} host-tier" if "host_examples" in d else ""
-        steps = f", {d['steps'] + d['host_steps']} steps" if "steps" in d else ""
-        targeted = ""
-        if "scenarios" in d:
-            targeted = f"{d['scenarios'] + d.get('host_scenarios', 0)} scenarios, "
-        t.add_row(
-            f"differential campaign ({targeted}{d['examples']}{host} examples{steps})",
-            "spec/native",
-            verdict,
-            "no divergence",
-            f"{d['seconds']:.1f}s",
-        )
-    console.print(t)
-    if d is not None and "error" in d:
-        console.print(f"[bold red]differential campaign:[/] {d['error']}")
-    elif d is not None and d.get("failure"):
-        console.print(f"[bold red]differential campaign failed:[/] {d['failure']}")
-    for r in report["theorems"]:
-        if not r["ok"]:
-            console.print(
-                f"[bold red]{r['name']}[/]: {_label(r['verdict'])}, expected "
-                f"{_label(r['expected'])}. {r['message']}"
-            )
-            if r.get("values"):
-                console.print(f"  values: {r['values']}")
-    m = report.get("mutants")
-    if m is not None:
-        names = [r["name"] for r in report["theorems"]]
-        k = Table(
-            title="kill table (x: the theorem rejects the variant; ! expected to)",
-            title_justify="left",
-        )
-        k.add_column("theorem")
-        for v in m["matrix"]:
-            k.add_column(v, justify="center")
-        for n in names:
-            cells = []
-            for v in m["matrix"]:
-                verdict = m["matrix"][v].get(n, "")
-                mark = (
-                    "x"
-                    if _is_kill(
-                        verdict, next(r["expected"] for r in report["theorems"] if r["name"] == n)
-                    )
-                    else "."
-                )
-                if n in m["variants"][v]["expected_killers"]:
-                    mark = f"[green]{mark}![/]" if mark == "x" else "[bold red].![/]"
-                elif verdict in ("unknown", "error"):
-                    mark = "?"
-                cells.append(mark)
-            k.add_row(n, *cells)
-        k.add_row(
-            "[bold]survives?[/]",
-            *[
-                "[bold red]SURVIVES[/]" if m["variants"][v]["survived"] else "[green]killed[/]"
-                for v in m["matrix"]
-            ],
-        )
-        console.print(k)
-
-
 def verify_main(argv: Sequence[str]) -> int:
     from rich.console import Console
     from rich.progress import (
@@ -357,8 +275,8 @@ def verify_main(argv: Sequence[str]) -> int:
     )
 
     args = _verify_parser().parse_args(list(argv))
-    # Logs and pipes get a table wide enough not to wrap theorem names.
-    console = Console(width=None if sys.stdout.isatty() else 150)
+    # Logs and pipes get lines and tables at their full width: nothing is cut or wrapped.
+    console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
     err = Console(stderr=True)
     try:
         names, with_campaign = _selection(args.only)
@@ -393,6 +311,7 @@ def verify_main(argv: Sequence[str]) -> int:
         transient=True,
     ) as progress:
         task = progress.add_task("theorems", total=len(names))
+        log = Log(console, len(names), args.quiet)
         running: set[str] = set()
         lock = threading.Lock()
 
@@ -407,6 +326,7 @@ def verify_main(argv: Sequence[str]) -> int:
                 progress.update(
                     task, advance=1, description=f"theorems: {', '.join(sorted(running)) or 'done'}"
                 )
+            log.theorem(r)
 
         def prove() -> None:
             results.extend(
@@ -425,7 +345,7 @@ def verify_main(argv: Sequence[str]) -> int:
         worker = threading.Thread(target=prove, name="theorems")
         worker.start()
         if with_campaign:
-            report["differential"] = _campaign(examples, args.traces, args.seed, progress)
+            report["differential"] = _campaign(examples, args.traces, args.seed, progress, log)
         else:
             why = "examples = 0" if examples == 0 else "not selected by --only"
             report["differential"] = {
@@ -438,7 +358,7 @@ def verify_main(argv: Sequence[str]) -> int:
             }
         worker.join()
         if args.mutants:
-            report["mutants"] = _mutants(names, args, progress)
+            report["mutants"] = _mutants(names, args, progress, log)
     runner.stop_fork_server()  # the theorem processes then count in getrusage(RUSAGE_CHILDREN)
     by_name = {r["name"]: r for r in results}
     for n in names:
@@ -457,7 +377,7 @@ def verify_main(argv: Sequence[str]) -> int:
     cpu.append(report["differential"].get("cpu_seconds", 0.0))
     cpu.append(report.get("mutants", {}).get("cpu_seconds", 0.0))
     report["cpu_seconds"] = round(sum(cpu), 3)
-    _print_tables(console, report)
+    print_tables(console, report)
     try:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
