@@ -62,7 +62,7 @@ def test_theorems_docs_that_is_not_the_project_root_is_a_usage_error(
     for check in ([], ["--check"]):
         assert cli.main(["theorems", "--docs", str(d), *check]) == cli.EXIT_USAGE
         err = " ".join(capsys.readouterr().err.split())
-        assert err.startswith(f"livetail theorems: --docs {d} is not the project's root:")
+        assert err.startswith(f"livetail theorems: --docs {d}: not the project's root:")
         assert "README.md, docs/theorems.md not found there" in err
 
 

@@ -256,14 +256,9 @@ def _unwritable(path: Path) -> str:
 
 
 def _not_a_folder(path: Path) -> str:
-    """'' if `path` is a folder or can be made one (its nearest existing ancestor is a
-    folder), else why; creates nothing."""
-    for p in (path, *path.parents):
-        if p.exists():
-            if p.is_dir():
-                return ""
-            return "is a file, not a folder" if p == path else f"{p} is a file, not a folder"
-    return ""
+    """'' if `path` is a folder or can be made one, else why; creates nothing."""
+    p = next((q for q in (path, *path.parents) if q.exists()), None)
+    return "" if p is None or p.is_dir() else f"{p} is a file, not a folder"
 
 
 def _print_tables(console: Console, report: dict[str, Any]) -> None:
@@ -510,15 +505,10 @@ def theorems_main(argv: Sequence[str]) -> int:
     if args.docs is not None:
         from .theorems.tables import DOC_BLOCKS, stale_docs, write_docs
 
-        missing = [rel for rel in DOC_BLOCKS if not (args.docs / rel).is_file()]
-        if missing:
-            print(
-                f"livetail theorems: --docs {args.docs} is not the project's root: "
-                f"{', '.join(missing)} not found there",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
+        missing = ", ".join(rel for rel in DOC_BLOCKS if not (args.docs / rel).is_file())
         try:  # every file is read and checked before any is written
+            if missing:
+                raise ValueError(f"not the project's root: {missing} not found there")
             changed = stale_docs(args.docs) if args.check else write_docs(args.docs)
         except (OSError, ValueError) as e:  # unreadable, not UTF-8, markers missing
             print(f"livetail theorems: --docs {args.docs}: {e}", file=sys.stderr)
