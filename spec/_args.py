@@ -19,26 +19,33 @@ def _is_bool(value: object) -> bool:
     return np is not None and isinstance(value, np.bool_)
 
 
+def integer(name: str, value: object) -> int:
+    """An integer argument of any sign: TypeError for non-integers and bool."""
+    if _is_bool(value):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+
+
 def count(name: str, value: object) -> int:
     """A non-negative integer argument: TypeError for non-integers and bool, ValueError if < 0."""
     if type(value) is int and value >= 0:  # the common case: a plain int (bool is not one)
         return value
-    if _is_bool(value):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
-    try:
-        v = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    v = integer(name, value)
     if v < 0:
         raise ValueError(f"{name} must be >= 0, got {v}")
     return v
 
 
 def bounded(name: str, value: object, low: int, high: int = INT32_MAX) -> int:
-    """An integer argument in [low, high]."""
-    v = count(name, value) if low >= 0 else operator.index(value)  # type: ignore[arg-type]
+    """An integer argument in [low, high]; a value below it (negative or not) is refused with
+    the range, as the native module words it (a size of 1 or more is never "must be >= 0")."""
+    v = count(name, value) if low == 0 else integer(name, value)
     if not low <= v <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {v}")
+        top = "2**31 - 1" if high == INT32_MAX else str(high)
+        raise ValueError(f"{name} must be in [{low}, {top}], got {v}")
     return v
 
 

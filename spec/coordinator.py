@@ -115,6 +115,8 @@ class Coordinator:
         # than the coordinator itself: a copy of a coordinator and its tables made by the
         # bounded theorems' world copies is the same coordinator.
         self._identity = object()
+        for m in self._managers:  # a table this coordinator binds changes only through it
+            m._owner = self._identity
 
     def _manager(self, s: GroupSpec) -> _Manager:
         if s.kind == "full":

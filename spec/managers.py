@@ -64,6 +64,18 @@ class _Manager:
             raise ValueError("table is bound to another pool")
         return p
 
+    # The identity of the coordinator this manager is a group of (Coordinator sets it); None
+    # for a manager made on its own.
+    _owner: object | None = None
+
+    def _check_owner(self, table: BlockTable) -> None:
+        """A table a coordinator bound changes only through it or its own managers."""
+        if table._coordinator is not None and table._coordinator is not self._owner:
+            raise ValueError(
+                "table is bound to a coordinator: act on it through that coordinator or its "
+                "managers (coordinator.managers) until it is freed"
+            )
+
     def _check_fits(self, table: BlockTable, name: str, n: int) -> None:
         if not geo.fits_int32(len(table.slots), table.tail_available, self._B, n):
             raise ValueError(f"{name}={n} would make the table span more than {INT32_MAX} tokens")
@@ -82,6 +94,7 @@ class _Manager:
     def _validate_acquire(self, pool: object, table: object, num_tokens: object) -> int:
         t = self._check_table(table)
         self._check_pool(pool, t)
+        self._check_owner(t)
         n = count("num_tokens", num_tokens)
         self._check_fits(t, "num_tokens", n)
         return n
@@ -179,6 +192,7 @@ class _Manager:
     def _validate_reclaim(self, pool: object, table: object, f: object) -> int:
         t = self._check_table(table)
         self._check_pool(pool, t)
+        self._check_owner(t)
         if t.load is not None:
             # A loaded slot may be reclaimed only once it holds its content (section 10).
             raise ValueError("table has a pending load: complete_load before reclaiming")
@@ -229,6 +243,7 @@ class _Manager:
     def _validate_free(self, pool: object, table: object) -> None:
         t = self._check_table(table)
         self._check_pool(pool, t)
+        self._check_owner(t)
         if t.load is not None:
             # Only the coordinator can abort the request's load (section 10).
             raise ValueError("table has a pending load: free the request through its coordinator")

@@ -67,13 +67,17 @@ def check_token_ids(token_ids: object, num_tokens: int) -> list[int]:
 
 
 def check_keys(keys: object) -> list[bytes]:
-    """Keys must be distinct 32-byte bytes objects (a chain guarantees both)."""
+    """Keys must be distinct 32-byte bytes objects (a chain guarantees both): a wrong type
+    (not a list or tuple, an element not bytes) is a TypeError, a wrong length or a repeat a
+    ValueError."""
     if not isinstance(keys, (list, tuple)):
-        raise ValueError("keys must be a list of 32-byte bytes")
+        raise TypeError(f"keys must be a list or tuple of 32-byte bytes, not {type(keys).__name__}")
     out: list[bytes] = []
-    for k in keys:
-        if not isinstance(k, bytes) or len(k) != KEY_BYTES:
-            raise ValueError("every key must be a bytes object of length 32")
+    for i, k in enumerate(keys):
+        if not isinstance(k, bytes):
+            raise TypeError(f"keys[{i}] must be a bytes object, not {type(k).__name__}")
+        if len(k) != KEY_BYTES:
+            raise ValueError(f"keys[{i}] must be a bytes object of length 32, got {len(k)}")
         out.append(k)
     if len(set(out)) != len(out):
         raise ValueError("keys must be pairwise distinct")

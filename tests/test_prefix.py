@@ -184,20 +184,20 @@ def test_match_from_another_coordinator_is_rejected(impl: ModuleType) -> None:
 
 
 @pytest.mark.parametrize(
-    "keys",
+    ("keys", "error"),
     [
-        [b"x" * 31],
-        [b"x" * 32, b"x" * 32],
-        ["not bytes but thirty-two chars!!"],
+        ([b"x" * 31], ValueError),
+        ([b"x" * 32, b"x" * 32], ValueError),
+        (["not bytes but thirty-two chars!!"], TypeError),  # a wrong type (README)
     ],
 )
-def test_bad_keys_raise_value_error(impl: ModuleType, keys: list[Any]) -> None:
+def test_bad_keys_raise_value_error(impl: ModuleType, keys: list[Any], error: type) -> None:
     c = three_groups(impl)
-    with pytest.raises(ValueError):
+    with pytest.raises(error):
         c.match_prefix(keys)
     ts = c.new_tables()
     assert c.acquire(ts, 64)
-    with pytest.raises(ValueError):
+    with pytest.raises(error):
         c.cache_full_blocks(ts, keys, 32)
 
 

@@ -264,6 +264,12 @@ def _unwritable(path: Path) -> str:
     return ""
 
 
+def _not_a_folder(path: Path) -> str:
+    """'' if `path` is a folder or can be made one, else why; creates nothing."""
+    p = next((q for q in (path, *path.parents) if q.exists()), None)
+    return "" if p is None or p.is_dir() else f"{p} is a file, not a folder"
+
+
 def verify_main(argv: Sequence[str]) -> int:
     from rich.console import Console
     from rich.progress import (
@@ -289,6 +295,10 @@ def verify_main(argv: Sequence[str]) -> int:
     unwritable = _unwritable(args.report)
     if unwritable:  # found now, not after a run of many minutes
         err.print(f"livetail verify: cannot write the report {args.report}: {unwritable}")
+        return EXIT_USAGE
+    not_a_folder = _not_a_folder(args.traces)
+    if not_a_folder:  # else every trace would be lost after the run, with exit 0
+        err.print(f"livetail verify: cannot write traces to {args.traces}: {not_a_folder}")
         return EXIT_USAGE
     examples = args.examples
     if examples is None:
@@ -413,9 +423,16 @@ def theorems_main(argv: Sequence[str]) -> int:
     if args.check and args.docs is None:
         p.error("--check needs --docs DIR")
     if args.docs is not None:
-        from .theorems.tables import stale_docs, write_docs
+        from .theorems.tables import DOC_BLOCKS, stale_docs, write_docs
 
-        changed = stale_docs(args.docs) if args.check else write_docs(args.docs)
+        missing = ", ".join(rel for rel in DOC_BLOCKS if not (args.docs / rel).is_file())
+        try:  # every file is read and checked before any is written
+            if missing:
+                raise ValueError(f"not the project's root: {missing} not found there")
+            changed = stale_docs(args.docs) if args.check else write_docs(args.docs)
+        except (OSError, ValueError) as e:  # unreadable, not UTF-8, markers missing
+            print(f"livetail theorems: --docs {args.docs}: {e}", file=sys.stderr)
+            return EXIT_USAGE
         for rel in changed:
             print(f"{'stale' if args.check else 'rewrote'}: {args.docs / rel}")
         return EXIT_FAILED if args.check and changed else EXIT_OK

@@ -8,7 +8,10 @@ and the plans.
 Exit status: 0 when every side agrees and every property holds on the whole trace, 1 when
 a divergence or a violation is reproduced, 2 for a usage error (unreadable, non-UTF-8 or
 invalid trace, a size outside the limits of ``verify/trace_limits.py``, unknown variant,
-native module missing); every size is checked before anything runs.
+native module missing); every size is checked before anything runs.  An op the semantics
+refuse in the state the trace reached (a reclaim past the tables' extent) makes the trace
+invalid too: exit 2 when replay reaches it, whatever the sides did (a call that must raise
+is a ``bad`` op).
 
 A trace records the wrong spec variant it was found against (``"variant"``), but replay
 runs the real spec unless ``--variant NAME`` is given: a trace of a fixed bug, or of a
@@ -27,7 +30,7 @@ from . import variants
 from .machine.host import HostWorld
 from .machine.host_side import HostStepReport, describe_outcome
 from .machine.lockstep import Lockstep
-from .machine.side import Impl, NativeUnavailable, implementations
+from .machine.side import Impl, NativeUnavailable, State, implementations
 from .machine.step import SideStep, StepReport, describe_op
 from .trace import TraceError, load_trace, trace_geometry
 from .trace_limits import check_limits
@@ -37,6 +40,10 @@ PREFIX_OPS = frozenset({"cache", "claim"})
 EXIT_OK = 0
 EXIT_REPRODUCED = 1
 EXIT_USAGE = 2
+
+
+class InvalidTrace(Exception):
+    """An op of the trace is not a valid call in the state the trace reached."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,15 +109,19 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         )
         return EXIT_USAGE
     with _variant(args.variant):
-        ok = replay(
-            trace,
-            impls,
-            w,
-            variant=args.variant,
-            keep_going=args.keep_going,
-            quiet=args.quiet,
-            path=args.trace,
-        )
+        try:
+            ok = replay(
+                trace,
+                impls,
+                w,
+                variant=args.variant,
+                keep_going=args.keep_going,
+                quiet=args.quiet,
+                path=args.trace,
+            )
+        except InvalidTrace as e:
+            print(f"livetail replay: invalid trace {args.trace}: {e}", file=sys.stderr)
+            return EXIT_USAGE
     return EXIT_OK if ok else EXIT_REPRODUCED
 
 
@@ -164,8 +175,12 @@ def replay(
         HostWorld(geometry, impls, lines=True) if host else Lockstep(geometry, impls)
     )
     first_bad: StepReport | HostStepReport | None = None
-    for op in trace["ops"]:
+    for i, op in enumerate(trace["ops"]):
         rep = world.run(op)
+        if isinstance(rep, StepReport):
+            why = invalid_op(op, rep.sides[0].before)
+            if why:
+                raise InvalidTrace(f"ops[{i}] {op['op']} is not a valid call: {why}")
         if not quiet:
             if isinstance(rep, HostStepReport):
                 _print_host_step(rep, labels, w)
@@ -194,6 +209,29 @@ def replay(
     for f in first_bad.failures:
         print(f"          {f}", file=w)
     return False
+
+
+def invalid_op(op: dict[str, Any], before: State) -> str:
+    """Why the semantics refuse `op` in the state `before` (the same on every side when the
+    step's ``agree`` holds), or ''.  Only calls the trace asks to succeed are judged: a
+    reclaim past the extent is a ``bad`` op (``reclaim-past-extent``), never a ``reclaim``."""
+    kind = op["op"]
+    if kind not in ("reclaim", "group_reclaim"):
+        return ""
+    r, f = op["request"], op["frontier"]
+    tables = before.tables[r]
+    if kind == "group_reclaim":
+        g = op["group"]
+        extent = tables[g].extent
+        where = f"request {r}'s group {g} table"
+    else:
+        if before.split(r):  # the one-request property judges this call
+            return ""
+        extent = tables[0].extent if tables else 0
+        where = f"request {r}'s tables"
+    if f > extent:
+        return f"frontier {f} is past the extent {extent} of {where}"
+    return ""
 
 
 def labelled(impls: Sequence[Impl], variant: str | None) -> list[Impl]:

@@ -174,6 +174,29 @@ int64_t as_count(PyObject* o, const char* name) {
   return v;
 }
 
+// A size that must be in [lo, 2**31 - 1] with lo >= 1 (num_blocks, block_size,
+// sliding_window): converted as a count, but a negative value is refused with that range,
+// as the core refuses 0 (never "must be >= 0", which would suggest 0 is accepted).
+int64_t as_size(PyObject* o, const char* name, int64_t lo) {
+  try {
+    return as_count(o, name);
+  } catch (const std::invalid_argument&) {
+    nb::object i = nb::steal(PyNumber_Index(o));  // as_count checked the type
+    if (!i.is_valid()) throw nb::python_error();
+    throw std::invalid_argument(std::string(name) + " must be in [" + std::to_string(lo) +
+                                ", 2**31 - 1], got " + nb::str(i).c_str());
+  }
+}
+
+// The default of an argument that has none in Python, so that leaving it out is a
+// TypeError naming it (as Python's own "missing 1 required positional argument") instead of
+// nanobind's "incompatible function arguments". One object, never released.
+PyObject* missing_arg() {
+  static PyObject* const missing =
+      PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
+  return missing;
+}
+
 // --- Python-side objects ------------------------------------------------------------------
 
 void keep_pool(PyTable& t, PyObject* pool) {

@@ -78,6 +78,7 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
         break;
     }
   }
+  for (Manager& m : managers_) m.owner_ = id_;  // its tables change only through it
 }
 
 }  // namespace livetail

@@ -109,6 +109,12 @@ void Manager::fail_frontier(int64_t f, int64_t extent) {
        "= " + std::to_string(f) + " is above the table's extent " + std::to_string(extent));
 }
 
+void Manager::fail_owner() {
+  fail("table",
+       "is bound to a coordinator: act on it through that coordinator or its managers "
+       "(coordinator.managers) until it is freed");
+}
+
 void Manager::fail_load() {
   fail("table", "has a pending load: complete_load first (freeing the request aborts it)");
 }

@@ -29,6 +29,8 @@ TEST(Pool, PoolOfOneHasOnlyTheNullPage) {
   EXPECT_FALSE(pool.allocate(1, out));
   EXPECT_EQ(out[0], -7);
   EXPECT_TRUE(pool.allocate(0, out));
+  EXPECT_THROW(static_cast<void>(pool.allocate(-1, out)), std::invalid_argument);
+  EXPECT_EQ(out[0], -7);
   EXPECT_EQ(pool.ref_count(0), 0);
 }
 

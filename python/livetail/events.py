@@ -14,6 +14,11 @@ of vLLM's ``vllm/distributed/kv_events.py`` (map-encoded events, vLLM PR #42892)
   lora_name, group_idx, kv_cache_spec_kind, kv_cache_spec_sliding_window;
   ``BlockRemoved``: block_hashes, medium, group_idx; ``AllBlocksCleared``: no field.
 
+A publisher's first batch (sequence 0) begins with ``AllBlocksCleared`` (semantics 13.8): a
+router that knows the engine from an earlier run of it sees the restart (sequence 0 again,
+beginning with a clear) and drops what it held, where a batch 0 without a clear is one it
+has seen (a replay that overlaps).
+
 Block hashes are vLLM's ``ExternalBlockHash`` in its default form (an ``int``: the key's last
 8 bytes, big-endian, unsigned) or, with ``int_block_hashes=False``, the 32-byte keys.
 
@@ -51,6 +56,7 @@ __all__ = [
     "to_vllm_events",
 ]
 
+
 def _extra(module: str) -> Any:
     """A module of the ``events`` extra; an ImportError that says how to install it."""
     try:
@@ -74,9 +80,16 @@ GroupInfo = tuple[int, str, "int | None"]
 
 
 def group_layout(specs: Iterable[Any]) -> list[GroupInfo]:
-    """(block_size, kind name, sliding window) per group of a coordinator's ``specs``."""
+    """(block_size, kind name, sliding window) per group of a coordinator's ``specs``.
+
+    TypeError naming ``specs`` (or the element) for anything but a sequence of group specs
+    (objects with ``kind``, ``block_size`` and ``sliding_window``: ``GroupSpec``)."""
+    if isinstance(specs, (str, bytes)) or not isinstance(specs, Iterable):
+        raise TypeError(f"specs must be a list of GroupSpec, not {type(specs).__name__}")
     out: list[GroupInfo] = []
-    for s in specs:
+    for i, s in enumerate(specs):
+        if not all(hasattr(s, a) for a in ("kind", "block_size", "sliding_window")):
+            raise TypeError(f"specs[{i}] must be a GroupSpec, not {type(s).__name__}")
         kind = s.kind
         if kind not in KIND_NAMES:
             raise ValueError(f"specs: unknown group kind {kind!r}")
@@ -109,8 +122,17 @@ def to_vllm_events(
     event then carries the tokens of its slots (``first_slot * block_size`` on,
     ``block_size`` per key). Without either, ``token_ids`` is sent empty.
     """
+    if isinstance(events, (str, bytes)) or not isinstance(events, Iterable):
+        raise TypeError(f"events must be a list of event tuples, not {type(events).__name__}")
     out: list[dict[str, Any]] = []
-    for ev in events:
+    for i, ev in enumerate(events):
+        if not isinstance(ev, (tuple, list)):
+            raise TypeError(f"events[{i}] must be an event tuple, not {type(ev).__name__}")
+        if len(ev) not in (6, 7):
+            raise ValueError(
+                f"events[{i}] must be (kind, tier, group, keys, parent, first_slot[, "
+                f"token_ids]), got {len(ev)} field(s)"
+            )
         kind, tier, group = ev[0], ev[1], ev[2]
         if kind == "cleared":
             out.append({"type": "AllBlocksCleared"})
@@ -163,6 +185,20 @@ def encode_batch(
     return payload
 
 
+def _check_endpoint(name: str, endpoint: object) -> str:
+    """A ZMQ address to bind; a TCP port outside [0, 65535] is a ValueError (libzmq would
+    silently bind the port modulo 65536)."""
+    if not isinstance(endpoint, str):
+        raise TypeError(f"{name} must be a str, not {type(endpoint).__name__}")
+    if endpoint.startswith("tcp://"):
+        _, sep, port = endpoint[len("tcp://") :].rpartition(":")
+        if not sep or not (port == "*" or (port.isdigit() and port.isascii())):
+            raise ValueError(f"{name}: {endpoint!r} has no port (tcp://HOST:PORT, PORT or *)")
+        if port != "*" and not 0 <= int(port) <= 65535:
+            raise ValueError(f"{name}: port {port} of {endpoint!r} is not in [0, 65535]")
+    return endpoint
+
+
 class KVEventPublisher:
     """A ZMQ PUB socket that sends each ``publish`` call as one batch, in call order.
 
@@ -175,6 +211,10 @@ class KVEventPublisher:
     ``buffer_steps`` batches by sequence number (vLLM's replay protocol, module docstring;
     read ``replay_endpoint`` afterwards for the bound address). A daemon thread answers the
     requests; ``close`` stops it.
+
+    The first batch (sequence 0) begins with ``AllBlocksCleared``, added if the events do
+    not begin with a clear: a restarted engine is visible to routers (semantics 13.8).
+    ``publish`` after ``close`` is a ``ValueError``.
     """
 
     def __init__(
@@ -194,7 +234,11 @@ class KVEventPublisher:
         _extra("msgpack")  # every publish encodes: missing, say so now, not at the first batch
         if type(buffer_steps) is not int or buffer_steps < 1:
             raise ValueError(f"buffer_steps must be an int >= 1, got {buffer_steps!r}")
+        _check_endpoint("endpoint", endpoint)
+        if replay_endpoint is not None:
+            _check_endpoint("replay_endpoint", replay_endpoint)
         self._layout = group_layout(specs)
+        self._closed = False
         self._topic = topic.encode("utf-8")
         self._rank = data_parallel_rank
         self._int = int_block_hashes
@@ -239,7 +283,14 @@ class KVEventPublisher:
         token_ids: Sequence[int] | None = None,
         ts: float | None = None,
     ) -> int:
-        """Sends the events as one batch; returns its sequence number."""
+        """Sends the events as one batch; returns its sequence number.
+
+        Batch 0 begins with ``AllBlocksCleared`` (added unless the events begin with a
+        clear). Malformed events are a ``TypeError`` or ``ValueError`` and send nothing; a
+        closed publisher is a ``ValueError``.
+        """
+        if self._closed:
+            raise ValueError("publisher is closed")
         maps = to_vllm_events(
             events,
             self._layout,
@@ -247,8 +298,10 @@ class KVEventPublisher:
             int_block_hashes=self._int,
             lora_name=self._lora,
         )
-        payload = encode_batch(maps, self._rank, ts)
         seq = self._seq
+        if seq == 0 and not (maps and maps[0]["type"] == "AllBlocksCleared"):
+            maps.insert(0, {"type": "AllBlocksCleared"})  # a restart shows (13.8)
+        payload = encode_batch(maps, self._rank, ts)
         self._sock.send_multipart([self._topic, seq.to_bytes(8, "big"), payload])
         self._seq += 1
         if self._replay is not None:
@@ -273,6 +326,8 @@ class KVEventPublisher:
             sock.send_multipart([ident, b"", b"", END_SEQ, b""])
 
     def close(self) -> None:
+        """Stops the replay thread and closes the sockets; a second close does nothing."""
+        self._closed = True
         if self._thread is not None:
             self._stop.set()
             self._thread.join()

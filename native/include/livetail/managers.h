@@ -65,6 +65,11 @@ class Manager {
   }
   // A table with a pending load (semantics section 10) is reclaimed only once the load ends,
   // and freed only through its coordinator (which aborts the load).
+  // A table a coordinator bound changes only through that coordinator or its own managers.
+  void check_owner(const BlockTable& t) const {
+    if (t.coordinator_ != 0 && t.coordinator_ != owner_) [[unlikely]]
+      fail_owner();
+  }
   static void check_no_load(const BlockTable& t) {
     if (t.load_ != 0) [[unlikely]]
       fail_load();
@@ -113,6 +118,7 @@ class Manager {
   [[noreturn, gnu::cold]] static void fail_fits(int64_t n, const char* name);
   [[noreturn, gnu::cold]] static void fail_frontier(int64_t f, int64_t extent);
   [[noreturn, gnu::cold]] static void fail_load();
+  [[noreturn, gnu::cold]] static void fail_owner();
   static void grow(BlockTable& t, int64_t slots);
   // Appends the slots of an acquire of n > tail tokens, real or hole (tail_ still the old one).
   void append_slots(BlockPool& pool, BlockTable& t, int64_t n) const;
@@ -121,6 +127,8 @@ class Manager {
 
   int64_t B_, W_, A_;
   GroupKind kind_;
+  uint64_t owner_ = 0;  // the id of the coordinator whose group this is; 0: made on its own
+  friend class Coordinator;
 };
 
 class FullAttentionManager : public Manager {
@@ -144,6 +152,7 @@ class StateManager : public Manager {
 inline bool Manager::acquire(BlockPool& pool, BlockTable& t, int64_t num_tokens) const {
   check_count(num_tokens, "num_tokens");
   check_table(&pool, t);
+  check_owner(t);
   check_fits(t.size(), t.tail_, num_tokens, "num_tokens");
   if (num_tokens == 0) return true;  // binds nothing
   if (needed_unchecked(t, num_tokens) > pool.num_free()) return false;
@@ -174,6 +183,7 @@ inline int64_t Manager::blocks_needed_for_sequential(const BlockTable& t, int64_
 inline int64_t Manager::reclaim_expired(BlockPool& pool, BlockTable& t,
                                         int64_t num_computed_tokens) const {
   check_table(&pool, t);
+  check_owner(t);
   check_no_load(t);
   check_frontier(t, num_computed_tokens);
   return reclaim_unchecked(pool, t, num_computed_tokens);
@@ -181,6 +191,7 @@ inline int64_t Manager::reclaim_expired(BlockPool& pool, BlockTable& t,
 
 inline int64_t Manager::free(BlockPool& pool, BlockTable& t) const {
   check_table(&pool, t);
+  check_owner(t);
   check_no_load(t);
   if (!t.is_bound()) return 0;  // nothing to give back
   return free_unchecked(pool, t);

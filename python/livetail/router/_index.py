@@ -181,17 +181,31 @@ class PrefixIndex:
         raised and nothing changes, unless ``allow_gap`` (the lost range is then recorded in
         ``gaps``). A malformed batch is a ``ValueError`` (``TypeError`` for a wrong type)
         and changes nothing.
+
+        Restarts (semantics 13.8): a publisher's batch 0 begins with ``AllBlocksCleared``. A
+        ``seq`` of 0 from an engine already past it is the engine restarted when the batch
+        begins with a clear of every tier (its names and gaps are dropped, its stream starts
+        again from this batch, which is applied; a layout it had stays), and a batch seen
+        before otherwise (skipped, False).
         """
         _hashable(engine_id)
         if seq is not None and (type(seq) is not int or seq < 0):
             raise ValueError(f"seq must be an int >= 0 or None, got {seq!r}")
         eng = self._engines.get(engine_id)
         expected = 0 if eng is None else eng.expected
-        if seq is not None and seq < expected:
+        events: list[Any] | None = None
+        restart = False
+        if seq == 0 and expected > 0:
+            events = _events_of(batch)
+            restart = bool(events) and _clears_every_tier(events[0])
+            if not restart:
+                return False
+        elif seq is not None and seq < expected:
             return False
         if seq is not None and seq > expected and not allow_gap:
             raise SequenceGap(engine_id, expected, seq)
-        events = _events_of(batch)
+        if events is None:
+            events = _events_of(batch)
         layout = list(eng.groups) if eng is not None else []
         fixed = eng is not None and eng.fixed
         segments = _plan(events, layout, fixed)
@@ -202,6 +216,9 @@ class PrefixIndex:
             self._grow_groups(eng, len(layout))
             eng.groups = layout
             eng.relayout()
+        if restart:  # the batch's first segment clears every tier: names go there
+            eng.gaps.clear()
+            eng.expected = 0
         if seq is not None:
             if seq > eng.expected:
                 eng.gaps.append((eng.expected, seq - 1))
@@ -401,6 +418,15 @@ def _best(answers: Mapping[Hashable, int]) -> tuple[Hashable, int] | None:
         if best is None or t > best[1]:
             best = (e, t)
     return best
+
+
+def _clears_every_tier(event: object) -> bool:
+    """An ``AllBlocksCleared`` without a medium (vLLM's: every tier of the engine)."""
+    return (
+        isinstance(event, Mapping)
+        and event.get("type") == "AllBlocksCleared"
+        and event.get("medium") is None
+    )
 
 
 def _hashable(engine_id: object) -> None:
