@@ -309,6 +309,7 @@ def _size(t: dict[str, Any]) -> tuple[int, ...]:
     numbers = sum(op.get(f, 0) for op in t["ops"] for f in NUMERIC_FIELDS)
     shape = sum(d["block_size"] + d.get("sliding_window", 0) for d in g["groups"])
     pools = g["num_blocks"] + g.get("host_blocks", 0)
+    shape += g.get("alignment", 0)
     return (len(t["ops"]), len(g["groups"]), g["num_requests"], pools, shape, numbers)
 
 
@@ -368,6 +369,11 @@ def _candidates(t: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield _with(t, geometry={"num_blocks": nb})
     for hb in range(1, g.get("host_blocks") or 1):
         yield _with(t, geometry={"host_blocks": hb})
+    # The lcm as the alignment (an alignment no longer a multiple of the lcm fails to parse).
+    if "alignment" in g:
+        plain = json.loads(json.dumps(t))
+        del plain["geometry"]["alignment"]
+        yield plain
     # Simpler groups: live tail off, smaller windows, smaller page sizes.
     for k, d in enumerate(groups):
         options: list[dict[str, Any]] = []

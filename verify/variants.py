@@ -191,10 +191,38 @@ def _reclaimable_ignores_names(
 
 
 def _offered_skips_last(
-    j: Num, n: Num, B: Num, upto: Num, covered: Num, state: bool, ar: Arith = geo.INT
+    j: Num,
+    n: Num,
+    B: Num,
+    R: Num,
+    q: Num,
+    upto: Num,
+    covered: Num,
+    state: bool,
+    ar: Arith = geo.INT,
 ) -> Any:
     # Wrong: the last page the keys cover is never offered a name.
     fresh = runs.both(upto <= j, j < covered - 1, ar)
+    fresh = runs.both(fresh, spec_slots.behind_boundary(j, R, q, ar), ar)
+    if not state:
+        return fresh
+    return runs.both(fresh, runs.both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
+
+
+def _offered_dense(
+    j: Num,
+    n: Num,
+    B: Num,
+    R: Num,
+    q: Num,
+    upto: Num,
+    covered: Num,
+    state: bool,
+    ar: Arith = geo.INT,
+) -> Any:
+    # Wrong: every full page the keys cover is offered a name, whether or not an aligned
+    # boundary can resume from it (dense naming: the rule before section 13.4).
+    fresh = runs.both(upto <= j, j < covered, ar)
     if not state:
         return fresh
     return runs.both(fresh, runs.both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
@@ -525,6 +553,19 @@ VARIANTS.update(
             "a released named page joins the queue's front like an unnamed one",
             "joins_front",
             _named_joins_front,
+        ),
+    )
+)
+
+# --- sparse naming (semantics 13.4, spec/slots.py offered) --------------------------------
+
+VARIANTS.update(
+    rule_variants(
+        (
+            "names-unreachable-slots",
+            "cache_full_blocks names every full page, also those no aligned boundary resumes from",
+            "offered",
+            _offered_dense,
         ),
     )
 )
