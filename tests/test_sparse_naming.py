@@ -116,7 +116,11 @@ def test_offload_takes_the_slots_behind_multiples_of_the_alignment(impl: ModuleT
 @pytest.mark.parametrize(
     "alignment,error,message",
     [
-        (12, ValueError, r"alignment must be a multiple of the lcm of the block sizes \(8\), got 12"),
+        (
+            12,
+            ValueError,
+            r"alignment must be a multiple of the lcm of the block sizes \(8\), got 12",
+        ),
         (0, ValueError, r"alignment must be in \[1, 2\*\*31 - 1\], got 0"),
         (2**31, ValueError, "alignment"),
         (-8, ValueError, "alignment"),

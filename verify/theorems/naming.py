@@ -21,8 +21,8 @@ from .prover.prover import Prover
 from .prover.slot_traces import Candidate, naming_candidates, slot_traces
 from .prover.states import group, table
 from .prover.symbols import Geometry, every_kind, ints
-from .prover.traces import geometry_of, groups_for
 from .prover.theorem import theorem
+from .prover.traces import geometry_of, groups_for
 
 
 @theorem(
@@ -146,7 +146,9 @@ def _kept(p: Prover, g: Geometry) -> Any:
     cost=1,
     rlimit=2_000_000,
     executes=("slots.offered", "slots.reachable"),
-    trace=slot_traces("naming-names-only-reachable-slots", lambda s, v: _offered_slot(s, v), "both"),
+    trace=slot_traces(
+        "naming-names-only-reachable-slots", lambda s, v: _offered_slot(s, v), "both"
+    ),
 )
 def naming_only_reachable(p: Prover) -> None:
     for g in every_kind():
@@ -173,7 +175,10 @@ def naming_only_reachable(p: Prover) -> None:
         where = "at n, an aligned boundary" if state else "at the first aligned boundary above it"
         p.exhibit(f"{label} an offered slot exists", [*hyps, offer], show)
         p.prove(
-            f"{label} an offered slot can serve a match {where}", z3.Implies(offer, serves), hyps, show
+            f"{label} an offered slot can serve a match {where}",
+            z3.Implies(offer, serves),
+            hyps,
+            show,
         )
 
 

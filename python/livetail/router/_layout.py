@@ -68,7 +68,7 @@ class _Engine:
     __slots__ = (
         "id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready", "rules",
         "alignment",
-    )
+    )  # fmt: skip
 
     def __init__(self, engine_id: Hashable) -> None:
         self.id = engine_id
