@@ -366,7 +366,7 @@ TEST(SparseNaming, FreedUnnamedPagesJoinTheFrontAndNamedOnesTheBack) {
 
 TEST(SparseNaming, AnAlignmentOffTheLcmIsRefusedByName) {
   BlockPool pool(8);
-  for (int64_t a : {12, -8, int64_t{1} << 31}) {
+  for (int64_t a : {int64_t{12}, int64_t{-8}, int64_t{1} << 31}) {
     try {
       Coordinator c({GroupSpec(GroupKind::sliding, 8, 12, true)}, pool, nullptr, a);
       ADD_FAILURE() << "alignment " << a << " was accepted";
