@@ -272,10 +272,11 @@ def offload_preserves_hits(p: Prover) -> None:
     "offload-set-is-reachable-set",
     """Executes the offload's slot rule (spec/slots.py reachable, which the model's
     offload_set asks of every slot below n / B) on a symbolic slot j, token count n, page
-    size B and lcm of q pages (all unbounded), for a full group, a state group and sliding
-    groups (W unbounded): the rule picks exactly section 10's reachable slots. For a full
-    group, the slots j < n / B; for a sliding or state group, the slots in [b - R, b) of
-    some lcm boundary b (a multiple of q) with b*B <= n: every slot the rule picks lies
+    size B and the coordinator's alignment of q pages (the lcm by default; all unbounded),
+    for a full group, a state group and sliding groups (W unbounded): the rule picks exactly
+    section 10's reachable slots. For a full group, the slots j < n / B; for a sliding or
+    state group, the slots in [b - R, b) of some aligned boundary b (a multiple of q) with
+    b*B <= n: every slot the rule picks lies
     behind such a boundary (the first boundary above it), and every slot behind one is
     picked. No slot at or past n / B is picked, so asking the slots below n / B is enough.
     Unbounded.""",
