@@ -157,7 +157,7 @@ def _offload_search(
     {len(HOST_LAYOUTS)} coordinators with a host pool (a full group alone; live-tail sliding
     groups with holes, R = 1 and R = 2, page sizes 1 and 2; live tail with W = 1; plain
     sliding beside a state group; a live group beside a state and a full group; a full group
-    beside a state group; lcm up to 4; 5 of them with livetail verify --quick), a request
+    beside a state group; lcm up to 4; 6 of them with livetail verify --quick), a request
     computing every prompt of N <= 2*lcm+1 tokens chunk by chunk (every chunking for N <=
     4, else the chunkings of match-is-read-only-bounded), each
     chunk named, in a device pool that is tight or roomy and a host pool of 1 usable page, about
@@ -245,7 +245,7 @@ KEEPS_HITS_EXHAUSTIVE = 6  # ... every chunking for N <= 6
     "offload-preserves-hits-bounded",
     f"""Bounded, exhaustive over the spec's classes (semantics section 10, offload then
     match across tiers): for the {len(HOST_LAYOUTS)} coordinators of
-    offload-is-reachable-set-bounded (5 with livetail verify --quick), a request computing
+    offload-is-reachable-set-bounded (6 with livetail verify --quick), a request computing
     every prompt of N <= 3*lcm+1 tokens (N <= 2*lcm+1 with --quick) chunk by chunk (every
     chunking for N <= 6, else the chunkings of match-is-read-only-bounded), naming each
     chunk, then offloading it (plan_offload up to the chunk's end, complete_offload) before
