@@ -301,3 +301,27 @@ def test_scheduler_swap_is_scoped_to_construction():
     with _livetail_manager():
         assert sched.KVCacheManager is adapter.KVCacheManager
     assert sched.KVCacheManager is saved
+
+
+def _with_retention(interval: object) -> adapter.KVCacheManager:
+    swa = SlidingWindowSpec(
+        block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, sliding_window=8
+    )
+    cfg = config(full(), swa, num_blocks=64)
+    cfg.prefix_cache_retention_interval = interval
+    return adapter.KVCacheManager(
+        cfg, max_model_len=64, scheduler_block_size=B, hash_block_size=B, live_tail_groups=[1]
+    )
+
+
+@pytest.mark.parametrize("interval,alignment", [(None, B), (0, B), (B, B), (16, 16)])
+def test_the_retention_interval_is_the_coordinators_alignment(interval, alignment):
+    # None (dense) and 0 (vLLM's replay boundaries only) give the lcm; a positive interval
+    # that is a multiple of the lcm is the alignment (semantics 13.9).
+    m = _with_retention(interval)
+    assert m.livetail_coordinator.alignment == alignment
+
+
+def test_a_retention_interval_off_the_lcm_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match="prefix_cache_retention_interval 6"):
+        _with_retention(6)

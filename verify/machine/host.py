@@ -80,7 +80,7 @@ class HostWorld:
             (g.kind, g.block_size, g.sliding_window, g.live_tail_alloc) for g in geometry.groups
         ]
         self.base = geometry.base
-        self.lcm = geometry.lcm
+        self.align = geometry.align  # boundaries: its multiples (semantics 13.9)
         self.sides = [HostSide.build(i, geometry) for i in impls]
         n = geometry.num_requests
         self.doc = list(range(n))  # distinct prompts beyond a shared prefix
@@ -129,7 +129,7 @@ class HostWorld:
                 R = 1 if kind == "state" or W is None else -(-(W - 1) // B)
                 wanted = {
                     j
-                    for T in range(self.lcm, n + 1, self.lcm)
+                    for T in range(self.align, n + 1, self.align)
                     for j in range(max(0, T // B - R), T // B)
                 }
                 slots = sorted(wanted)

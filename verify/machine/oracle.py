@@ -26,12 +26,14 @@ class GroupRule:
     A: int
 
     @staticmethod
-    def of(g: GroupGeometry, lcm: int) -> GroupRule:
+    def of(g: GroupGeometry, align: int) -> GroupRule:
         if g.kind == "full":
             return GroupRule("full", g.block_size, None, 0)
         if g.kind == "state":
             return GroupRule("state", g.block_size, 2, 0)
-        return GroupRule("sliding", g.block_size, g.sliding_window, lcm if g.live_tail_alloc else 0)
+        return GroupRule(
+            "sliding", g.block_size, g.sliding_window, align if g.live_tail_alloc else 0
+        )
 
 
 def oracle_slid_out(f: int, W: int, B: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,6 +36,29 @@ class _Req:
         # keys): a call offering no more names nothing (the tables' naming cursors are at
         # least there), so it is skipped.
         self.named_keys = 0
+
+
+def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) -> int | None:
+    """The Coordinator's alignment (semantics 13.9) from vLLM's retention interval.
+
+    vLLM's ``prefix_cache_retention_interval``: a positive value retains sliding-window and
+    Mamba checkpoints every that many tokens: the alignment, when it is a multiple of the
+    groups' lcm (else a named refusal: hits could not land on it). ``None`` (dense) and ``0``
+    (vLLM keeps only its replay boundaries and shared-prefix junctions, which livetail does
+    not track) give the lcm: the densest alignment, so never fewer hits than vLLM keeps.
+    """
+    interval = getattr(kv_cache_config, "prefix_cache_retention_interval", None)
+    if not interval:
+        return None
+    lcm = 1
+    for s in specs:
+        lcm = lcm * s.block_size // math.gcd(lcm, s.block_size)
+    if interval % lcm:
+        raise unsupported(
+            f"prefix_cache_retention_interval {interval} that is not a multiple of the "
+            f"groups' lcm page size {lcm}"
+        )
+    return int(interval)
 
 
 class KVCacheManager(_EventsAndStats, _View):
@@ -124,7 +148,9 @@ class KVCacheManager(_EventsAndStats, _View):
         self.pool = livetail.BlockPool(
             kv_cache_config.num_blocks, retention=self.retention, events=enable_kv_cache_events
         )
-        self.livetail_coordinator = livetail.Coordinator(self.specs, self.pool)
+        self.livetail_coordinator = livetail.Coordinator(
+            self.specs, self.pool, alignment=retention_alignment(kv_cache_config, self.specs)
+        )
         base = self.livetail_coordinator.base_block_size
         if enable_caching and base % hash_block_size:
             raise unsupported(
