@@ -57,6 +57,9 @@ class _BlockPoolView(_View):
     def __init__(self, manager: KVCacheManager) -> None:
         self._m = manager
         self.num_gpu_blocks = manager.pool.num_blocks
+        self.hash_block_size = manager.hash_block_size
+        self.num_hash_lookahead_tokens = manager.num_hash_lookahead_tokens
+        self.metrics_collector = None
         self.enable_caching = manager.enable_caching
         self.enable_kv_cache_events = manager.enable_kv_cache_events
         self.null_block = manager._blocks[0]
@@ -141,11 +144,16 @@ class _CoordinatorView(_View):
     _what = "KVCacheCoordinator"
 
     enable_partial_hash_hits = False
-    eagle_group_ids: tuple[int, ...] = ()
-    num_reprefillable_tokens = 0
 
     def __init__(self, manager: KVCacheManager, groups: list[_GroupView]) -> None:
         self._m = manager
+        groups_cfg = manager.kv_cache_config.kv_cache_groups
+        flagged = {i for i, g in enumerate(groups_cfg) if g.is_eagle_group}
+        # vLLM's rule: the flagged groups, or every group when use_eagle flags none.
+        self.eagle_group_ids = flagged or (
+            set(range(len(groups_cfg))) if manager.use_eagle else set()
+        )
+        self.num_reprefillable_tokens = manager._reprefillable
         self.single_type_managers = groups
         full = [g for g, s in enumerate(manager.specs) if s.kind == "full"]
         self.full_attention_group_id = full[0] if full else None
