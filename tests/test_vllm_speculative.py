@@ -226,9 +226,20 @@ def test_prefill_lookahead_holds_back_the_reprefillable_tokens_names():
         build(adapter.KVCacheManager, full(), use_eagle=True, num_prefill_lookahead=5)
 
 
-def test_block_pool_view_carries_the_hash_block_size():
-    m = build(adapter.KVCacheManager, full())
+def test_block_pool_view_carries_the_hash_block_size_and_looks_pages_up_by_hash():
+    m = build(adapter.KVCacheManager, full(), swa(5))
     assert m.block_pool.hash_block_size == B
+    r = request("a", list(range(9)))
+    m.allocate_slots(r, 9)
+    ids = m.get_block_ids("a")
+    pool = m.coordinator.single_type_managers[1].block_pool
+    assert pool is m.block_pool
+    found = pool.get_cached_block(r.block_hashes[1], [0, 1])
+    assert [b.block_id for b in found] == [ids[0][1], ids[1][1]]
+    m.evict_blocks({ids[1][1]})
+    assert pool.get_cached_block(r.block_hashes[1], [0, 1]) is None
+    assert [b.block_id for b in pool.get_cached_block(r.block_hashes[1], [0])] == [ids[0][1]]
+    assert pool.get_cached_block(b"\0" * 32, [0]) is None
 
 
 # -- live_tail_groups across the engine-core process boundary ----------------------------

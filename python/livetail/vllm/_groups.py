@@ -109,7 +109,7 @@ def _sliding(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
     tokens below ``num_computed - W + 1 - E``, which is a window of W + E for reclaim; the
     group is a livetail sliding group of window W + E. Its hits need the pages of the last
     W + E - 1 tokens behind a boundary where vLLM needs W - 1: never a longer hit than
-    vLLM's, the same one whenever E < the room left in the last page (docs/decisions.md)."""
+    vLLM's (docs/decisions.md)."""
     assert isinstance(spec, SlidingWindowSpec)
     if isinstance(spec, SlidingWindowMLASpec) and spec.bounded_replay:
         raise unsupported(

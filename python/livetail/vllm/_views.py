@@ -12,7 +12,7 @@ from vllm.v1.kv_cache_interface import KVCacheSpec
 
 import livetail
 
-from ._groups import unsupported
+from ._groups import key_of, unsupported
 
 if TYPE_CHECKING:
     from ._manager import KVCacheManager
@@ -64,6 +64,10 @@ class _BlockPoolView(_View):
         self.enable_kv_cache_events = manager.enable_kv_cache_events
         self.null_block = manager._blocks[0]
         self.free_block_queue = _FreeQueueView(manager.pool)
+        # (group, key) -> page of every named page, rebuilt when the pool's name counters
+        # move (get_cached_block only: the pool has no lookup by name).
+        self._index: dict[tuple[int, bytes], int] = {}
+        self._index_version: tuple[int, ...] = ()
 
     def get_num_free_blocks(self) -> int:
         return int(self._m.pool.num_free)
@@ -79,6 +83,35 @@ class _BlockPoolView(_View):
         for p in range(1, len(blocks)):
             blocks[p].ref_cnt = int(counts[p])
         return blocks
+
+    def get_cached_block(
+        self, block_hash: bytes, kv_cache_group_ids: list[int]
+    ) -> list[KVCacheBlock] | None:
+        """vLLM's lookup of the page named by a block hash in each group, or None.
+
+        The hash must end one of the group's pages (as vLLM's own lookup asks). Read by the
+        auxiliary-output connector (routed experts). O(pages) after the names changed, O(1)
+        otherwise: the pool has no lookup by name, so the view keeps an index.
+        """
+        pool = self._m.pool
+        st = pool.stats()
+        version = (st["names_stored"], st["names_removed"], st["pages_evicted"])
+        if version != self._index_version:
+            self._index = {}
+            for p in range(1, pool.num_blocks):
+                name = pool.name(p)
+                if name is not None:
+                    self._index[(int(name[0]), bytes(name[1]))] = p
+            self._index_version = version
+        key = key_of(block_hash)
+        blocks = self._m._blocks
+        out = []
+        for g in kv_cache_group_ids:
+            page = self._index.get((g, key))
+            if page is None:
+                return None
+            out.append(blocks[page])
+        return out
 
     def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
         """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
@@ -112,6 +145,7 @@ class _GroupView(_View):
         self.kv_cache_group_id = group_id
         self.kv_cache_spec = spec
         self.block_size = spec.block_size
+        self.block_pool = manager.block_pool
         self.records_new_block_ids = manager._zeroing
         self.new_block_ids: list[int] = manager._new_block_ids
 
