@@ -8,6 +8,7 @@ the one error for every vLLM feature the adapter refuses (with the record of wha
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Iterable
 
 from vllm.v1.kv_cache_interface import (
@@ -199,3 +200,21 @@ def group_specs(
             raise unsupported(f"{type(spec).__name__} KV-cache groups (group {g})")
         out.append(mapper(spec, g, g in live))
     return out
+
+
+# The environment variable that names the live-tail groups in the process that builds the
+# manager (vLLM's engine core runs in its own process): comma-separated group indices.
+LIVE_TAIL_GROUPS_ENV = "LIVETAIL_LIVE_TAIL_GROUPS"
+
+
+def live_tail_groups_from_env() -> tuple[int, ...] | None:
+    """The groups ``LIVETAIL_LIVE_TAIL_GROUPS`` names, None when it is unset or empty."""
+    text = os.environ.get(LIVE_TAIL_GROUPS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"{LIVE_TAIL_GROUPS_ENV}={text!r}: expected comma-separated group indices"
+        ) from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -20,25 +19,16 @@ from vllm.v1.request import Request, RequestStatus
 import livetail
 
 from ._events import _EventsAndStats
-from ._groups import KEY_BYTES, built_layouts, group_specs, key_of, layout_of, unsupported
+from ._groups import (
+    KEY_BYTES,
+    built_layouts,
+    group_specs,
+    key_of,
+    layout_of,
+    live_tail_groups_from_env,
+    unsupported,
+)
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
-
-# The environment variable that names the live-tail groups in the process that builds the
-# manager (vLLM's engine core runs in its own process): comma-separated group indices.
-LIVE_TAIL_GROUPS_ENV = "LIVETAIL_LIVE_TAIL_GROUPS"
-
-
-def live_tail_groups_from_env() -> tuple[int, ...] | None:
-    """The groups ``LIVETAIL_LIVE_TAIL_GROUPS`` names, None when it is unset or empty."""
-    text = os.environ.get(LIVE_TAIL_GROUPS_ENV, "").strip()
-    if not text:
-        return None
-    try:
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError(
-            f"{LIVE_TAIL_GROUPS_ENV}={text!r}: expected comma-separated group indices"
-        ) from None
 
 
 class _Req:
