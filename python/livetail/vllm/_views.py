@@ -34,10 +34,7 @@ class _View:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        raise unsupported(
-            f"vLLM's {self._what}.{name} (manager internals, read by connectors such as the "
-            "auxiliary-output connector)"
-        )
+        raise unsupported(f"vLLM's {self._what}.{name} (manager internals)")
 
 
 class _FreeQueueView:
@@ -126,6 +123,15 @@ class _BlockPoolView(_View):
         for handle in handles:
             self._m._release_detached(handle)
 
+    def get_new_blocks(self, num_blocks: int) -> list[KVCacheBlock]:
+        # Outside a single-type manager vLLM takes pages straight from its pool only for the
+        # copy-on-write of a partial prefix hit (partial hash hits need Mamba "align" mode);
+        # livetail hands out pages to tables only.
+        raise unsupported(
+            "pages taken outside a request's tables (copy-on-write of partial prefix hits, "
+            'Mamba "align" mode)'
+        )
+
     def evict_blocks(self, block_ids: set[int]) -> None:
         self._m.evict_blocks(block_ids)
 
@@ -146,6 +152,7 @@ class _GroupView(_View):
         self.kv_cache_spec = spec
         self.block_size = spec.block_size
         self.block_pool = manager.block_pool
+        self._null_block = manager._blocks[0]  # read by vLLM's tests (a private name there)
         self.records_new_block_ids = manager._zeroing
         self.new_block_ids: list[int] = manager._new_block_ids
 
@@ -192,6 +199,7 @@ class _CoordinatorView(_View):
         full = [g for g, s in enumerate(manager.specs) if s.kind == "full"]
         self.full_attention_group_id = full[0] if full else None
         self.block_pool = manager.block_pool
+        self._null_block = manager._blocks[0]  # read by vLLM's tests (a private name there)
         self.livetail = manager.livetail_coordinator
 
     def get_num_blocks_to_allocate(
