@@ -212,6 +212,20 @@ def test_hits_with_and_without_eagle_equal_vllms_on_full_plus_sliding(window, us
             assert mine == hits(VllmManager, specs, evict, use_eagle), evict
 
 
+@pytest.mark.parametrize("extra", [1, 3, 6])
+def test_extra_retained_tokens_hits_are_never_longer_than_vllms(extra: int):
+    specs = (full(), swa(5, extra))
+    shorter = 0
+    for k in range(4):
+        for evict in itertools.combinations(range(4), k):
+            mine = hits(adapter.KVCacheManager, specs, evict, False)
+            ref = hits(VllmManager, specs, evict, False)
+            assert mine <= ref, evict
+            shorter += mine < ref
+    # The window of W + E asks more pages behind a boundary: some patterns hit shorter.
+    assert shorter > 0
+
+
 def test_prefill_lookahead_holds_back_the_reprefillable_tokens_names():
     m = build(adapter.KVCacheManager, full(), use_eagle=True, num_prefill_lookahead=3)
     assert m.coordinator.num_reprefillable_tokens == 2
