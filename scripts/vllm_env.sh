@@ -75,6 +75,17 @@ configs = {
         "torch_dtype": "float16", "use_cache": True, "vocab_size": 50272,
         "word_embed_proj_dim": 768,
     },
+    "facebook/opt-350m": {
+        "architectures": ["OPTForCausalLM"], "model_type": "opt",
+        "activation_dropout": 0.0, "activation_function": "relu", "attention_dropout": 0.0,
+        "bos_token_id": 2, "do_layer_norm_before": False, "dropout": 0.1,
+        "enable_bias": True, "eos_token_id": 2, "ffn_dim": 4096, "hidden_size": 1024,
+        "init_std": 0.02, "layer_norm_elementwise_affine": True, "layerdrop": 0.0,
+        "max_position_embeddings": 2048, "num_attention_heads": 16,
+        "num_hidden_layers": 24, "pad_token_id": 1, "prefix": "</s>",
+        "torch_dtype": "float16", "use_cache": True, "vocab_size": 50272,
+        "word_embed_proj_dim": 512,
+    },
     "Qwen/Qwen3-0.6B": {
         "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
         "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 151643,
