@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from . import batch as _batch
+from . import fork as _fork
 from . import geometry as geo
 from . import runs, slots
 from ._args import bounded, count, instance
@@ -296,6 +297,10 @@ class Coordinator:
         of another coordinator, is a ValueError.
         """
         return _release_detached(self, handle)
+
+    # Forks (semantics 13.6): fork(tables) and copy_tail(tables), in spec/fork.py.
+    fork = _fork.fork
+    copy_tail = _fork.copy_tail
 
     def stats(self) -> dict[str, int | list[int]]:
         """The pool's stats plus pinned_pages: the pages each group pins now."""

@@ -170,6 +170,33 @@ class Coordinator {
   // one of another coordinator.
   int64_t release_detached(DetachedTables& handle);
 
+  // --- forks (semantics 13.6; defined in fork.cpp) ------------------------------------------
+  // One copy copy_tail asks of the engine: group `group`'s tail slot moved from the shared
+  // page to the table's own new page.
+  struct TailCopy {
+    int32_t group;
+    int32_t shared_page;
+    int32_t new_page;
+    bool operator==(const TailCopy&) const = default;
+  };
+  // Fills the fresh (empty, unbound) tables `into`, one per group, distinct from `tables`,
+  // with the pages `tables` hold: every real page gains one reference, holes stay holes; same
+  // extent, tail room, reclaim floor and naming cursor, bound to this pool and coordinator
+  // (unbound tables fork into unbound ones). Returns, per group, the partially written last
+  // slot both requests may still write (copy_tail it before writing past the extent), -1
+  // when the extent is page-aligned. Throws std::invalid_argument, nothing changed, for
+  // tables checked as acquire checks them, `into` tables that are not fresh, a table with a
+  // pending load ("tables[i] has a pending load"), or a page whose count is 2^31 - 1.
+  std::vector<int64_t> fork(std::span<BlockTable* const> tables,
+                            std::span<BlockTable* const> into);
+  // Gives the tables their own copy of every tail page they share: one fresh page per group
+  // whose partially written last slot holds a page with count >= 2, taken as one
+  // all-or-nothing allocation in group order (no value, nothing changed, when the pool has
+  // fewer free pages); each such slot takes its new page and drops one reference of the
+  // shared one. Returns the copies the engine makes (empty when no tail is shared). The new
+  // page carries no name (a partial page has none). Tables checked as acquire checks them.
+  std::optional<std::vector<TailCopy>> copy_tail(std::span<BlockTable* const> tables);
+
   // Pages group g pins now (taken by its acquires and claims, not yet back in the queue). O(1).
   int64_t pinned_pages(int64_t g) const noexcept { return pinned_[static_cast<size_t>(g)]; }
 
@@ -190,7 +217,7 @@ class Coordinator {
 
  private:
   void check_tables(std::span<BlockTable* const> tables) const;
-  void check_tables_outlined(std::span<BlockTable* const> tables) const;  // for host.cpp
+  void check_tables_outlined(std::span<BlockTable* const> tables) const;  // host.cpp, fork.cpp
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
   // Every table unbound, bound by a manager called directly, or bound by this coordinator,
   // and all of tables[0]'s extent; std::invalid_argument naming `name`[i] otherwise.
