@@ -25,6 +25,8 @@ from livetail.spec.managers import _Manager
 from livetail.spec.pool import BlockPool
 from livetail.spec.table import BlockTable
 
+from .fork_variants import FORK_RULES
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -556,6 +558,8 @@ VARIANTS.update(
         ),
     )
 )
+
+VARIANTS.update(rule_variants(*FORK_RULES))  # semantics 13.6 (verify/fork_variants.py)
 
 # --- sparse naming (semantics 13.4, spec/slots.py offered) --------------------------------
 
