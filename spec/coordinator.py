@@ -558,18 +558,13 @@ class Coordinator:
         if self._host is None:
             raise ValueError(f"{what}: the coordinator has no host pool")
 
-    def plan_offload(self, tables: Sequence[BlockTable], num_tokens: int) -> OffloadPlan | None:
-        """Host pages for every reachable named page up to num_tokens the host lacks.
-
-        None (nothing changed) when the host pool has too few free pages for the plan.
-        """
-        self._need_host("plan_offload")
-        n = count("num_tokens", num_tokens)
-        ts = self._check_tables(tables)
-        for m, t in zip(self._managers, ts):
-            if n > m._extent(t):
-                raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
-        return _plan_offload(self, ts, n)
+    def plan_offload(
+        self, tables: Sequence[BlockTable], num_tokens: int, *, max_pages: int | None = None
+    ) -> OffloadPlan | None:
+        """Host pages for the reachable named pages up to num_tokens the host lacks; with
+        max_pages at most that many, lowest boundaries first (13.7). None (nothing changed)
+        when the host pool has too few free pages for the plan (spec/host.py)."""
+        return _plan_offload(self, tables, num_tokens, max_pages)
 
     def complete_offload(self, plan: OffloadPlan) -> None:
         """The engine copied: the host pages take the names, the device references drop."""

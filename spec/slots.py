@@ -190,6 +190,17 @@ def reachable(j: Num, n: Num, B: Num, R: Num, q: Num, ar: Arith = INT) -> Bool:
     return both(j >= 0, ar.cond(R < 0, lambda: (j + 1) * B <= n, lambda: near), ar)
 
 
+def offload_rank(j: Num, q: Num, ar: Arith = INT) -> Num:
+    """The aligned boundary (in alignments) that reachable slot j first serves: a partial
+    write-back (section 13.7) takes the lowest boundaries' slots first.
+
+    ``q`` is the alignment in the group's pages. A full group's slot j is needed by every
+    boundary past it, the first being ``j div q + 1``; a sliding or state group's reachable
+    slot is one of the R behind the first boundary above it, the same one.
+    """
+    return ar.div(j, q) + 1
+
+
 # --- the pool: where a released page goes ------------------------------------------------
 
 
@@ -333,6 +344,7 @@ __all__ = [
     "in_band",
     "joins_front",
     "loaded",
+    "offload_rank",
     "offered",
     "punched",
     "reachable",

@@ -96,6 +96,8 @@ INT_LIST_FIELDS: dict[str, tuple[str, ...]] = {"evict_names": ("pages",)}
 OPTIONAL_INT_FIELDS: dict[str, tuple[str, ...]] = {
     "claim": ("between_request", "between_tokens"),
     "plan": ("between_request", "between_tokens", "bad"),
+    # Section 13.7: a partial write-back of at most max_pages host pages.
+    "host_offload": ("max_pages",),
 }
 
 

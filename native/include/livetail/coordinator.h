@@ -146,8 +146,12 @@ class Coordinator {
   // the R slots behind every aligned boundary up to num_tokens), in group then slot order, one
   // all-or-nothing host allocation; each device page gets one more reference. No value
   // (nothing changed) when the host pool is short. num_tokens above an extent throws.
+  // max_pages >= 0 (semantics 13.7): at most that many of those pages, the first in
+  // write-back order (the aligned boundary each first serves, slot div (alignment / B) + 1,
+  // lowest first; then group, then slot), listed by group then slot; the allocation stays
+  // all-or-nothing for the pages listed. -1: every page (the whole plan or nothing).
   std::optional<OffloadPlan> plan_offload(std::span<BlockTable* const> tables,
-                                          int64_t num_tokens);
+                                          int64_t num_tokens, int64_t max_pages = -1);
   // The copy is done: host pages take the names, the device references drop. Throws for a
   // plan of another coordinator or one that ended already.
   void complete_offload(OffloadPlan& plan);
@@ -229,6 +233,8 @@ class Coordinator {
   void check_plan(const CopyPlan& plan, PlanState state, const char* what) const;
   // Ends a pending load whose request is being freed: host pins drop (host.cpp).
   void abort_load(uint64_t id);
+  // A partial write-back: the plan's first max_pages entries in write-back order (host.cpp).
+  void keep_first(OffloadPlan& plan, int64_t max_pages) const;
   // Drops the device references of an offload, last entry first.
   void release_offloaded(const CopyPlan& plan);
   // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).
