@@ -559,8 +559,6 @@ VARIANTS.update(
     )
 )
 
-VARIANTS.update(rule_variants(*FORK_RULES))  # semantics 13.6 (verify/fork_variants.py)
-
 # --- sparse naming (semantics 13.4, spec/slots.py offered) --------------------------------
 
 VARIANTS.update(
@@ -573,6 +571,7 @@ VARIANTS.update(
         ),
     )
 )
+VARIANTS.update(rule_variants(*FORK_RULES))  # semantics 13.6 (verify/fork_variants.py)
 
 
 def _copy_target_host(device_page: Num, host_page: Num, load: Any, ar: Arith = geo.INT) -> Num:
