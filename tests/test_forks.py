@@ -148,3 +148,21 @@ def test_fork_makes_a_step_plan_stale(impl: ModuleType) -> None:
     c.fork(ts)
     with pytest.raises(ValueError):
         c.apply_step(plan)
+
+
+def test_an_offload_in_flight_survives_a_fork(impl: ModuleType) -> None:
+    c = mixed(impl, host=impl.HostPool(16))
+    ts = c.new_tables()
+    assert c.acquire(ts, 16)
+    c.cache_full_blocks(ts, impl.page_keys(list(range(16)), 2), 16)
+    plan = c.plan_offload(ts, 16)
+    assert plan.num_pages == 8
+    fork, tails = c.fork(ts)
+    assert tails == [-1, -1]
+    assert int(c.pool.ref_count(1)) == 3  # the request, its fork and the copy
+    c.complete_offload(plan)
+    assert int(c.pool.ref_count(1)) == 2
+    c.free(ts)
+    c.free(fork)
+    assert c.pool.num_free == 39
+    assert c.host.num_cached == 8
