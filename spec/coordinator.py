@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from . import batch as _batch
+from . import fork as _fork
 from . import geometry as geo
 from . import runs, slots
 from ._args import bounded, count, instance
@@ -299,6 +300,10 @@ class Coordinator:
         """
         return _release_detached(self, handle)
 
+    # Forks (semantics 13.6): fork(tables) and copy_tail(tables), in spec/fork.py.
+    fork = _fork.fork
+    copy_tail = _fork.copy_tail
+
     def stats(self) -> dict[str, int | list[int]]:
         """The pool's stats plus pinned_pages: the pages each group pins now."""
         out: dict[str, int | list[int]] = dict(self._pool.stats())
@@ -555,18 +560,13 @@ class Coordinator:
         if self._host is None:
             raise ValueError(f"{what}: the coordinator has no host pool")
 
-    def plan_offload(self, tables: Sequence[BlockTable], num_tokens: int) -> OffloadPlan | None:
-        """Host pages for every reachable named page up to num_tokens the host lacks.
-
-        None (nothing changed) when the host pool has too few free pages for the plan.
-        """
-        self._need_host("plan_offload")
-        n = count("num_tokens", num_tokens)
-        ts = self._check_tables(tables)
-        for m, t in zip(self._managers, ts):
-            if n > m._extent(t):
-                raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
-        return _plan_offload(self, ts, n)
+    def plan_offload(
+        self, tables: Sequence[BlockTable], num_tokens: int, *, max_pages: int | None = None
+    ) -> OffloadPlan | None:
+        """Host pages for the reachable named pages up to num_tokens the host lacks; with
+        max_pages at most that many, lowest boundaries first (13.7). None (nothing changed)
+        when the host pool has too few free pages for the plan (spec/host.py)."""
+        return _plan_offload(self, tables, num_tokens, max_pages)
 
     def complete_offload(self, plan: OffloadPlan) -> None:
         """The engine copied: the host pages take the names, the device references drop."""

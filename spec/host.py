@@ -8,10 +8,11 @@ apply the bookkeeping once the engine has copied (or given up).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from . import slots
-from ._args import instance
+from ._args import count, instance
 from .pool import BlockPool, Name
 
 if TYPE_CHECKING:
@@ -144,22 +145,52 @@ def offload_set(c: Coordinator, tables: list[BlockTable], n: int) -> list[tuple[
     return out
 
 
-def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPlan | None:
+def plan_offload(
+    c: Coordinator, tables: Sequence[BlockTable], num_tokens: int, max_pages: int | None = None
+) -> OffloadPlan | None:
     """Host pages for every reachable named device page whose name the host lacks.
 
-    None (nothing changed) when the host pool has too few free pages for all of them.
+    With ``max_pages`` (semantics 13.7) only the first ``max_pages`` of them in write-back
+    order (``write_back_order``: the lowest aligned boundary's pages first, groups in order,
+    a group's slots ascending), listed by group then slot like a whole plan. None (nothing
+    changed) when the host pool has too few free pages for the pages listed.
     """
+    c._need_host("plan_offload")
+    n = count("num_tokens", num_tokens)
+    limit = None if max_pages is None else count("max_pages", max_pages)
+    ts = c._check_tables(tables)
+    for m, t in zip(c._managers, ts):
+        if n > m._extent(t):
+            raise ValueError(f"num_tokens={n} is past the table's extent ({m._extent(t)})")
+    return _plan(c, ts, n, limit)
+
+
+def write_back_order(c: Coordinator, entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (group, slot) entries by the aligned boundary each first serves
+    (``slots.offload_rank``), then group, then slot: the order a partial plan takes them in."""
+    align = c.alignment
+    return sorted(
+        entries,
+        key=lambda e: (int(slots.offload_rank(e[1], align // c._managers[e[0]].block_size)), e),
+    )
+
+
+def _plan(
+    c: Coordinator, tables: list[BlockTable], n: int, limit: int | None
+) -> OffloadPlan | None:
     host = c._host
     assert host is not None
     pool = c._pool
     picked: list[tuple[int, int, int, Name, bytes | None]] = []
     tokens: list[tuple[int, ...] | None] = []
-    for g, j in offload_set(c, tables, n):
+    lacking = [(g, j) for g, j in offload_set(c, tables, n) if not _on_host(c, tables[g].slots[j])]
+    if limit is not None and limit < len(lacking):
+        chosen = set(write_back_order(c, lacking)[:limit])
+        lacking = [e for e in lacking if e in chosen]
+    for g, j in lacking:
         page = tables[g].slots[j]
         name = pool._name(page)
         assert name is not None
-        if name in host._pages_named:
-            continue
         prev = tables[g].slots[j - 1] if j > 0 else 0
         prev_name = pool._name(prev) if prev else None
         picked.append((g, j, page, name, prev_name[1] if prev_name else None))
@@ -181,6 +212,12 @@ def plan_offload(c: Coordinator, tables: list[BlockTable], n: int) -> OffloadPla
         [e[4] for e in picked],
         tokens,
     )
+
+
+def _on_host(c: Coordinator, page: int) -> bool:
+    """Does the host hold the name of this named device page already?"""
+    assert c._host is not None
+    return c._pool._name(page) in c._host._pages_named
 
 
 def _end_plan(c: Coordinator, plan: _Plan, completed: bool) -> None:

@@ -91,6 +91,43 @@ def claim_takes(ref: Num, ar: Arith = INT) -> Bool:
     return ref == 0
 
 
+# --- fork and copy_tail: a second holder of every page, then its own tail (section 13.6) ------
+
+
+def forked(s: Num, page: Num, slots: Num, ar: Arith = INT) -> Bool:
+    """Does fork take one more reference to the page slot s holds?  Every real slot's does:
+    the fork's slot s holds that page too (``fork_cell``)."""
+    return both(in_band(s, 0, slots, ar), page != 0, ar)
+
+
+def fork_cell(page: Num, ar: Arith = INT) -> Num:
+    """The page the fork's slot holds: the source slot's (holes stay holes)."""
+    return page
+
+
+def share(ref: Num, ar: Arith = INT) -> Num:
+    """A page's count after one more holder takes a reference to it (it is held already: a
+    fork never takes a page from the free queue)."""
+    return ref + 1
+
+
+def tail_slot(slots: Num, tail: Num, ar: Arith = INT) -> Num:
+    """The slot a fork's holders may both still write: the partially written last slot
+    (tail room > 0), else -1 (the extent is page-aligned: the next token opens a new slot)."""
+    return ar.cond(both(tail > 0, slots > 0, ar), lambda: slots - 1, lambda: -1)
+
+
+def copies_tail(page: Num, ref: Num, ar: Arith = INT) -> Bool:
+    """Does copy_tail give the table its own copy of its tail slot's page?  Iff the slot is
+    real and another holder shares the page (count >= 2)."""
+    return both(page != 0, ref >= 2, ar)
+
+
+def copy_tail_cell(s: Num, page: Num, tail: Num, copied: Bool, fresh: Num, ar: Arith = INT) -> Num:
+    """The page slot s holds after copy_tail: the fresh page in the tail slot it copies."""
+    return ar.cond(both(copied, s == tail, ar), lambda: fresh, lambda: page)
+
+
 # --- cache_full_blocks: which slots are offered a name ---------------------------------------
 
 
@@ -151,6 +188,17 @@ def reachable(j: Num, n: Num, B: Num, R: Num, q: Num, ar: Arith = INT) -> Bool:
     first = (ar.div(j, q) + 1) * q  # the first aligned boundary above slot j, in pages
     near = both(first * B <= n, first - R <= j, ar)
     return both(j >= 0, ar.cond(R < 0, lambda: (j + 1) * B <= n, lambda: near), ar)
+
+
+def offload_rank(j: Num, q: Num, ar: Arith = INT) -> Num:
+    """The aligned boundary (in alignments) that reachable slot j first serves: a partial
+    write-back (section 13.7) takes the lowest boundaries' slots first.
+
+    ``q`` is the alignment in the group's pages. A full group's slot j is needed by every
+    boundary past it, the first being ``j div q + 1``; a sliding or state group's reachable
+    slot is one of the R behind the first boundary above it, the same one.
+    """
+    return ar.div(j, q) + 1
 
 
 # --- the pool: where a released page goes ------------------------------------------------
@@ -280,24 +328,31 @@ __all__ = [
     "behind_boundary",
     "claim_cell",
     "claim_takes",
+    "copies_tail",
+    "copy_tail_cell",
     "copy_name",
     "copy_target",
     "drops_device",
     "drops_host",
     "ends_entry",
     "evicts",
+    "fork_cell",
+    "forked",
     "free_batch",
     "freed",
     "from_front",
     "in_band",
     "joins_front",
     "loaded",
+    "offload_rank",
     "offered",
     "punched",
     "reachable",
     "reclaim_cell",
     "reclaimable_cell",
     "removes",
+    "share",
     "stores",
+    "tail_slot",
     "takes_name",
 ]

@@ -23,6 +23,24 @@ def test_engine_loop_example_drains_with_preemption_and_hits_and_returns_every_p
     ]
 
 
+def test_parallel_sampling_example_shares_the_prompt_and_returns_every_page(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runpy.run_path(str(ROOT / "examples" / "parallel_sampling.py"), run_name="__main__")
+    assert capsys.readouterr().out.splitlines() == [
+        # 1000 tokens after reclaim: full 63 pages, sliding (W=128) 9, conv 1.
+        "prompt pages 73",
+        # Three forks take no page; the full and sliding groups' slot 62 is partly written.
+        "after forks pinned 73 tail slots [62, 62, -1]",
+        # Three of the four samples copy those two tail pages; the last finds them its own.
+        "tail copies 6 pinned 79",
+        # full: 62 shared pages + 3 of each sample's own; sliding: 5 shared pages still in
+        # the window + 3 of each sample's own; conv: each sample's last page.
+        "after decode pinned 95 per group [74, 17, 4]",
+        "free pages 599 of 599",
+    ]
+
+
 def test_workload_benchmark_drains_with_the_same_figures_on_both_implementations(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,7 +37,8 @@ CAUGHT_BY = {
     # The device page at the host page's id is usually free: the pool refuses to name it.
     "load-names-host-page": ("valid-call", "raised AssertionError"),
     "aborted-plan-names-pages": ("host-data", "holds other"),
-    "load-releases-device-page": ("host-data", "holds ('scratch'"),
+    # A loaded page reused while its slot holds it: the slot holds scratch or another name.
+    "load-releases-device-page": ("host-data", "holds"),
 }
 # Found by the machine within the test's budget; evict-pinned-host-page needs a host pool filled to
 # the page, which tests/traces/variants/evict-pinned-host-page.json holds.

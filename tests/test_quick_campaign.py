@@ -63,6 +63,7 @@ CAUGHT_BY = {
     "load-names-host-page": ("host-data", "valid-call"),
     "aborted-plan-names-pages": ("host-data",),
     "load-releases-device-page": ("host-data",),
+    "fork-skips-last-slot": ("conservation",),
 }
 # Which pages carry names the spec-alone oracle compares rather than predicts: these
 # variants show only as a disagreement with the native module (property "agree").

@@ -115,7 +115,7 @@ MODULES = {
     8: {"prefix", "naming"},
     9: {"retention"},
     10: {"plans"},
-    11: {"host_offload", "host_loads", "host_plans"},
+    11: {"host_offload", "host_loads", "host_plans", "host_writeback"},
     12: {"events"},
 }
 

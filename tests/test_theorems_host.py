@@ -26,6 +26,7 @@ NAMES = [
     "claim-with-loads-all-or-nothing-bounded",
     "loads-land-in-real-slots-bounded",
     "offload-preserves-hits-bounded",
+    "partial-write-back-keeps-longest-prefix-bounded",
 ]
 
 # What each run must have met (its coverage note), so a pass is never vacuous.
@@ -55,6 +56,12 @@ MET = {
         "offloads refused while a load was pending",
     ],
     "offload-preserves-hits-bounded": ["hits of a nonzero boundary", "slots served from the host"],
+    "partial-write-back-keeps-longest-prefix-bounded": [
+        "partial plans whose prefix grew",
+        "partial plans refused (too few host pages)",
+        "boundaries served from the host after a partial plan",
+        "choices compared",
+    ],
 }
 
 # Cases each checks with --quick's bounds (docs/theorems.md, "Host tier").
@@ -64,6 +71,7 @@ QUICK_CASES = {
     "claim-with-loads-all-or-nothing-bounded": 23594,
     "loads-land-in-real-slots-bounded": 34404,
     "offload-preserves-hits-bounded": 2033,
+    "partial-write-back-keeps-longest-prefix-bounded": 2631,
 }
 
 

@@ -275,6 +275,27 @@ def evictions(d: DeviceDriver) -> None:
     d.free_all()
 
 
+def forks(d: DeviceDriver) -> None:
+    """A prompt forked into two samples (semantics 13.6): tail copies, one short of pages,
+    decodes and reclaims, the source freed while the forks still hold its pages."""
+    d.step(0, 2 * d.lcm + 1, 0)
+    d.run({"op": "fork", "request": 0, "into": 1})
+    d.run({"op": "fork", "request": 0, "into": 2})
+    d.run({"op": "copy_tail", "request": 1})
+    d.decode(1)
+    d.reclaim(1)
+    n = d.exact(1)
+    if n is not None:
+        d.acquire(1, n)  # the pool's last pages: request 2's copies are short
+    d.run({"op": "copy_tail", "request": 2})
+    d.free(1)
+    d.run({"op": "copy_tail", "request": 2})
+    d.free(0)  # request 2 holds the prompt's pages alone now
+    d.decode(2)
+    d.reclaim(2)
+    d.free_all()
+
+
 def _live(B: int, W: int) -> GroupGeometry:
     return GroupGeometry("sliding", B, W, True)
 
@@ -299,6 +320,7 @@ DEVICE_SCRIPTS: list[tuple[Callable[[DeviceDriver], None], int, tuple[int, ...]]
     (exact_fits, 14, (0, 3, 5)),
     (shared_plans, 16, (0, 3, 4)),
     (evictions, 20, (0, 4)),
+    (forks, 24, (0, 4, 6)),
 ]
 
 

@@ -60,6 +60,10 @@ OP_FIELDS: dict[str, tuple[str, ...]] = {
     "evict_names": (),
     "detach": ("request",),
     "release_detached": ("handle",),
+    # Section 13.6: fork request `request`'s tables into request `into` (whose tables must be
+    # fresh), and give a request its own copy of every tail page it shares.
+    "fork": ("request", "into"),
+    "copy_tail": ("request",),
 }
 
 # Host-tier ops (semantics section 10, verify/machine/host.py): a trace whose geometry has
@@ -92,6 +96,8 @@ INT_LIST_FIELDS: dict[str, tuple[str, ...]] = {"evict_names": ("pages",)}
 OPTIONAL_INT_FIELDS: dict[str, tuple[str, ...]] = {
     "claim": ("between_request", "between_tokens"),
     "plan": ("between_request", "between_tokens", "bad"),
+    # Section 13.7: a partial write-back of at most max_pages host pages.
+    "host_offload": ("max_pages",),
 }
 
 

@@ -25,6 +25,8 @@ from livetail.spec.managers import _Manager
 from livetail.spec.pool import BlockPool
 from livetail.spec.table import BlockTable
 
+from .fork_variants import FORK_RULES
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -548,6 +550,7 @@ VARIANTS.update(
         ),
     )
 )
+VARIANTS.update(rule_variants(*FORK_RULES))  # semantics 13.6 (verify/fork_variants.py)
 
 
 def _copy_target_host(device_page: Num, host_page: Num, load: Any, ar: Arith = geo.INT) -> Num:

@@ -32,9 +32,10 @@ void Coordinator::check_plan(const CopyPlan& plan, PlanState state, const char* 
 }
 
 std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const> tables,
-                                                     int64_t num_tokens) {
+                                                     int64_t num_tokens, int64_t max_pages) {
   need_host("plan_offload");
   Manager::check_count(num_tokens, "num_tokens");
+  if (max_pages < -1) Manager::check_count(max_pages, "max_pages");
   check_tables_outlined(tables);
   for (size_t i = 0; i < managers_.size(); ++i) {
     const BlockTable& t = *tables[i];
@@ -81,6 +82,7 @@ std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const
       next = std::max(next, b);
     }
   }
+  if (max_pages >= 0 && plan.num_pages() > max_pages) keep_first(plan, max_pages);
   const int64_t k = plan.num_pages();
   if (k > host_->num_free()) return std::nullopt;
   size_t ntok = 0;  // the copied names' token ids (section 12), copied with them
@@ -93,6 +95,41 @@ std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const
   for (const int32_t p : plan.device_) ++pool_->ref_[p];  // the copy's reference
   pool_->version_ += k != 0;
   return plan;
+}
+
+// Keeps the first `max_pages` entries of the plan in write-back order (spec/slots.py
+// offload_rank: the aligned boundary a slot first serves, then group, then slot), in the
+// plan's group-then-slot order.
+void Coordinator::keep_first(OffloadPlan& plan, int64_t max_pages) const {
+  const size_t k = plan.groups_.size();
+  std::vector<size_t> order(k);
+  for (size_t e = 0; e < k; ++e) order[e] = e;
+  auto rank = [&](size_t e) {
+    const int64_t q = alignment_ / managers_[static_cast<size_t>(plan.groups_[e])].block_size();
+    return plan.slots_[e] / q + 1;
+  };
+  // Entries are in group then slot order already: a stable sort by rank breaks ties so.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rank(a) < rank(b); });
+  std::vector<uint8_t> kept(k, 0);
+  for (size_t i = 0; i < static_cast<size_t>(max_pages); ++i) kept[order[i]] = 1;
+  size_t out = 0;
+  for (size_t e = 0; e < k; ++e) {
+    if (!kept[e]) continue;
+    plan.groups_[out] = plan.groups_[e];
+    plan.slots_[out] = plan.slots_[e];
+    plan.device_[out] = plan.device_[e];
+    plan.keys_[out] = plan.keys_[e];
+    plan.has_parent_[out] = plan.has_parent_[e];
+    plan.parents_[out] = plan.parents_[e];
+    ++out;
+  }
+  plan.groups_.resize(out);
+  plan.slots_.resize(out);
+  plan.device_.resize(out);
+  plan.keys_.resize(out);
+  plan.has_parent_.resize(out);
+  plan.parents_.resize(out);
 }
 
 void Coordinator::release_offloaded(const CopyPlan& plan) {

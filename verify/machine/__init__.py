@@ -12,7 +12,8 @@ this order, and that no import closes a circle anywhere in livetail):
 - ``bad_calls``  the usage errors the ``bad`` op makes
 - ``checks``     the section-7 property checks of a step
 - ``core``       ``LockstepCore``: runs one op on every side, compares, checks
-- ``names``, ``plan``   plug-ins of the core (sections 12 and 9): ops, oracle, rules
+- ``names``, ``plan``, ``forks``   plug-ins of the core (sections 12, 9 and 13.6): ops,
+                 oracle, rules
 - ``host_side``, ``host``   the host tier (section 10): its sides and ``HostWorld``
 - ``lockstep``   ``Lockstep`` = the core with its plug-ins; ``run_trace`` (device or host)
 - ``rules``, ``host_rules``   the Hypothesis machines (``differential_machine``,

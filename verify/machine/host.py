@@ -219,7 +219,8 @@ class HostWorld:
         if kind == "host_compute":
             return self._compute(s, r, op["tokens"], st_)
         if kind == "host_offload":
-            return self._offload(s, r, min(op["tokens"], self.computed[r]), st_)
+            n = min(op["tokens"], self.computed[r])
+            return self._offload(s, r, n, st_, op.get("max_pages"))
         if kind in ("host_complete_offload", "host_abort_offload"):
             return self._end_offload(s, op["plan"], kind == "host_complete_offload", st_)
         if kind == "host_claim":
@@ -255,7 +256,9 @@ class HostWorld:
         back = s.coord.reclaim_expired(ts, c0 + n)
         return {"acquired": True, "named": int(named), "reclaimed": int(back)}
 
-    def _offload(self, s: HostSide, r: int, n: int, st_: HostSideStep) -> Any:
+    def _offload(
+        self, s: HostSide, r: int, n: int, st_: HostSideStep, max_pages: int | None = None
+    ) -> Any:
         want = None
         if s.is_spec:
             host_names = set(s.host._pages_named)
@@ -264,7 +267,18 @@ class HostWorld:
                 for g, j in self.reachable(r, n, s)
                 if s.pool._name(int(s.tables[r][g].page_ids()[j])) not in host_names
             ]
-        plan, err = _attempt(s.coord.plan_offload, s.tables[r], n)
+            if max_pages is not None and max_pages < len(want):
+                # Section 13.7: the first max_pages by the aligned boundary each slot first
+                # serves (lowest first), then group, then slot; listed by group then slot.
+                def first_boundary(e: tuple[int, int]) -> tuple[int, int, int]:
+                    return (e[1] * self.layout[e[0]][1] // self.align + 1, *e)
+
+                chosen = set(sorted(want, key=first_boundary)[:max_pages])
+                want = [e for e in want if e in chosen]
+        if max_pages is None:
+            plan, err = _attempt(s.coord.plan_offload, s.tables[r], n)
+        else:
+            plan, err = _attempt(lambda: s.coord.plan_offload(s.tables[r], n, max_pages=max_pages))
         st_.require("valid-call", err is None, f"a valid plan_offload raised {err}")
         if plan is not None:
             s.offloads.append(plan)

@@ -72,9 +72,17 @@ class HostMachine(RuleBasedStateMachine):
             return  # the engine completes a load before computing past it
         self.step({"op": "host_compute", "request": r, "tokens": n})
 
-    @rule(r=st.integers(0, NUM_REQUESTS - 1), upto=st.integers(0, 64))
-    def offload(self, r: int, upto: int) -> None:
-        self.step({"op": "host_offload", "request": r, "tokens": upto})
+    @rule(
+        r=st.integers(0, NUM_REQUESTS - 1),
+        upto=st.integers(0, 64),
+        cap=st.sampled_from([None, None, 0, 1, 2, 3, -1]),
+    )
+    def offload(self, r: int, upto: int, cap: int | None = None) -> None:
+        """A whole plan, or a partial write-back (13.7) of a few pages or of what fits."""
+        op = {"op": "host_offload", "request": r, "tokens": upto}
+        if cap is not None:  # -1: what fits in the host pool now
+            op["max_pages"] = cap if cap >= 0 else int(self.w.reference.host.num_free)
+        self.step(op)
 
     @precondition(lambda self: self.world is not None and self.world.reference.offloads)
     @rule(i=st.integers(0, 7), complete=st.sampled_from([True, True, True, False]))

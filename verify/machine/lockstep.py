@@ -2,7 +2,8 @@
 
 ``Lockstep`` is ``LockstepCore`` (``verify/machine/core.py``) with the ops of section 9
 (``plan``: ``verify/machine/plan.py``) and section 12 (``reset_names``, ``evict_names``,
-``detach``, ``release_detached``: ``verify/machine/names.py``) plugged in.  ``run_trace``
+``detach``, ``release_detached``: ``verify/machine/names.py``) and section 13.6 (``fork``,
+``copy_tail``: ``verify/machine/forks.py``) plugged in.  ``run_trace``
 runs a trace on it, or on ``HostWorld`` (``verify/machine/host.py``) when the trace's
 geometry has ``host_blocks``.  Nothing in the machine below imports this module.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 from ..trace import trace_geometry
 from .core import LockstepCore
+from .forks import FORKS
 from .host import run_host_trace
 from .names import NAMES
 from .plan import PLANS
@@ -24,7 +26,12 @@ from .step import run_ops
 class Lockstep(LockstepCore):
     """Every implementation advanced by the same ops, plans and names included."""
 
-    extensions = (PLANS, NAMES)
+    extensions = (PLANS, NAMES, FORKS)
+
+    def __init__(self, geometry: Any, impls: Sequence[Impl]) -> None:
+        super().__init__(geometry, impls)
+        # Fork ops run only when every side has section 13.6.
+        self.forks = all(hasattr(side.coord, "fork") for side in self.sides)
 
 
 def run_trace(

@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from ..trace import Geometry, GroupGeometry, Op
 from .bad_calls import BAD_CALLS
+from .forks import ForkRules
 from .lockstep import Lockstep
 from .names import NameRules
 from .oracle import SHARED_PREFIX
@@ -64,7 +65,7 @@ def differential_machine(
     impl_list = list(impls)
     trace_sink = sink if sink is not None else TraceSink()
 
-    class DifferentialMachine(PlanRules, NameRules, RuleBasedStateMachine):
+    class DifferentialMachine(PlanRules, NameRules, ForkRules, RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
             self.world: Lockstep | None = None

@@ -16,7 +16,7 @@ from livetail.spec import runs, slots
 
 from ..z3arith import Z3
 from .prover.prover import Prover
-from .prover.slot_traces import free_candidates, slot_traces
+from .prover.slot_traces import per_page_candidates, slot_traces
 from .prover.states import (
     count_lemmas,
     general,
@@ -119,16 +119,24 @@ def conservation(p: Prover) -> None:
     neither: slots.claim_cell puts in the slot exactly the page the claim took a reference to
     for it, so every page's count rises by the number of slots that hold it now; a matched
     page leaves the queue exactly when its count was 0 (slots.claim_takes), so the queue stays
-    the count-0 pages. Acquire (runs.acquire's run and runs.run_real, for a full, a state, a
-    sliding group with A = 0 and a live-tail sliding group, B, W, m unbounded): the model
+    the count-0 pages. Fork (semantics 13.6): slots.forked takes one more reference
+    (slots.share) to the page of every real slot, whose copy the fork's slot holds
+    (slots.fork_cell), so p's count rises by the fork's slots holding it and stays >= 1;
+    copy_tail: when slots.copies_tail picks the tail slot (slots.tail_slot) of a table whose
+    page another holder shares, slots.copy_tail_cell puts a fresh page l (count 0 before) in
+    it and the shared page drops one reference (runs.drop_reference) without re-entering the
+    queue, so every page's count equals its holders after. Acquire (runs.acquire's run and
+    runs.run_real, for a full, a state, a sliding group with A = 0 and a live-tail sliding
+    group, B, W, m unbounded): the model
     gives its k-th taken page (count 0 -> 1) to the run's k-th real slot; every real slot's
     rank is below the pages it took and two real slots have different ranks, so each page it
     took gets one holder (as many real slots as pages taken: live-count-closed-form).
     Unbounded (slot counts, page ids, reference counts; every live_count function).""",
     """A page's reference count is the number of table slots holding it through every
     acquire, claim and free: it re-enters the free queue exactly when its last holder lets
-    go, never while one holds it, and no page leaks.""",
-    kills=("free-skips-last-slot",),
+    go, never while one holds it, and no page leaks; a fork shares every page it copies and a
+    tail copy moves exactly one reference.""",
+    kills=("free-skips-last-slot", "fork-skips-last-slot"),
     cost=2,
     rlimit=14_000_000,
     executes=(
@@ -138,8 +146,14 @@ def conservation(p: Prover) -> None:
         "slots.claim_takes",
         "slots.freed",
         "drop_reference",
+        "slots.forked",
+        "slots.fork_cell",
+        "slots.share",
+        "slots.tail_slot",
+        "slots.copies_tail",
+        "slots.copy_tail_cell",
     ),
-    trace=slot_traces("references-equal-holders-per-page", free_candidates),
+    trace=slot_traces("references-equal-holders-per-page", per_page_candidates),
 )
 def references_per_page(p: Prover) -> None:
     pages, refs = slot_pages("pages"), slot_pages("refs")
@@ -176,8 +190,59 @@ def references_per_page(p: Prover) -> None:
         hyps,
         {"d": d, "count": refs[d]},
     )
+    _fork_per_page(p)
     for g in every_kind():
         _acquire_per_page(p, g)
+
+
+def _fork_per_page(p: Prover) -> None:
+    """fork: the fork's slot holds the source slot's page (slots.fork_cell) and takes one more
+    reference to it (slots.forked, slots.share); copy_tail: the tail slot (slots.tail_slot)
+    whose page another holder shares (slots.copies_tail) takes a fresh page (count 0 -> 1)
+    and drops one reference of the shared one (runs.drop_reference)."""
+    pages, refs = slot_pages("pages"), slot_pages("refs")
+    page, n, a, h = ints("p n a h")
+    held = z3.And(a >= 0, a < n, pages[a] == page)
+    hyps = [page >= 1, n >= 0, h >= 0, refs[page] == h + indicator(held)]
+    takes = z3.And(held, slots.forked(a, pages[a], n, Z3))
+    count = z3.If(takes, slots.share(refs[page], Z3), refs[page])
+    # After the fork slot a of the source and slot a of the fork hold what they hold.
+    copy = z3.And(a >= 0, a < n, slots.fork_cell(pages[a], Z3) == page)
+    holders = h + indicator(held) + indicator(copy)
+    show = {"p": page, "n": n, "a": a, "h": h, "count_before": refs[page], "count_after": count}
+    p.prove(
+        "fork: p's count rises to its holders after (the fork's slot too)",
+        count == holders,
+        hyps,
+        show,
+    )
+    p.prove(
+        "fork: a page it shares is never in the queue", z3.Implies(held, count >= 1), hyps, show
+    )
+
+    tail, fresh = ints("tail l")
+    last = slots.tail_slot(n, tail, Z3)
+    old = pages[last]
+    hyps = [page >= 1, n >= 0, h >= 0, tail >= 0, fresh >= 1, refs[fresh] == 0, fresh != old]
+    in_table = z3.And(last >= 0, last < n, pages[last] == page)
+    hyps += [refs[page] == h + indicator(in_table), z3.Or(page != fresh, h == 0)]
+    copied = z3.And(last >= 0, slots.copies_tail(old, refs[old], Z3))
+    cell = slots.copy_tail_cell(last, old, last, copied, fresh, Z3)
+    dropped, requeued = runs.drop_reference(refs[old], Z3)
+    after = z3.If(
+        z3.And(copied, page == old),
+        dropped,
+        z3.If(z3.And(copied, page == fresh), 1, refs[page]),
+    )
+    now = h + indicator(z3.And(last >= 0, last < n, cell == page))
+    show = {"p": page, "n": n, "tail": tail, "h": h, "l": fresh, "count_after": after}
+    p.prove("copy_tail: p's count equals its holders after", after == now, hyps, show)
+    p.prove(
+        "copy_tail: the shared page stays out of the queue",
+        z3.Implies(copied, z3.Not(requeued)),
+        hyps,
+        show,
+    )
 
 
 def _acquire_per_page(p: Prover, g: Geometry) -> None:

@@ -39,6 +39,7 @@ from .host_loads import (
 )
 from .host_offload import offload_is_reachable_set, offload_preserves_hits, offload_reachable
 from .host_plans import plan_ends
+from .host_writeback import partial_write_back
 from .hot_paths import native_hot_paths
 from .live_tail_safety import (
     acquire_places_holes,
@@ -91,7 +92,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (acquire_places_holes, "7.4 (acquire's placement)"),
     (reclaim_exact, "7.5 (reclaim, with sharing and holes)"),
     (conservation, "7.6 (free + pinned = N - 1, inductive; per-page: bounded)"),
-    (references_per_page, "7.6 per page (acquire, claim and free: count = holders)"),
+    (references_per_page, "7.6 per page (acquire, claim, free, fork, copy_tail: count = holders)"),
     (sequential_charge_exact, "7.3 (over the closed forms; partly definitional)"),
     (sequential_fits_checks_agree, "7.7 (spec and native agree on the int32 check)"),
     (sequential_charge_bounds_peak, "7.3 (definitional, over the closed forms)"),
@@ -133,6 +134,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (claim_with_loads, "7.11 (claim with loads, bounded)"),
     (loads_land_in_real_slots, "7.11 (loads and the data oracle, bounded)"),
     (offload_preserves_hits, "7.11 (offload then match across tiers, bounded)"),
+    (partial_write_back, "7.11 (a partial write-back keeps the longest prefix, 13.7, bounded)"),
 )
 
 

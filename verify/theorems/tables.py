@@ -48,6 +48,12 @@ MODEL_CALLS = frozenset(
         "slots.drops_host",
         "slots.freed",
         "drop_reference",
+        "slots.forked",
+        "slots.fork_cell",
+        "slots.share",
+        "slots.tail_slot",
+        "slots.copies_tail",
+        "slots.copy_tail_cell",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against

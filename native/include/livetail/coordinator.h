@@ -146,8 +146,12 @@ class Coordinator {
   // the R slots behind every aligned boundary up to num_tokens), in group then slot order, one
   // all-or-nothing host allocation; each device page gets one more reference. No value
   // (nothing changed) when the host pool is short. num_tokens above an extent throws.
+  // max_pages >= 0 (semantics 13.7): at most that many of those pages, the first in
+  // write-back order (the aligned boundary each first serves, slot div (alignment / B) + 1,
+  // lowest first; then group, then slot), listed by group then slot; the allocation stays
+  // all-or-nothing for the pages listed. -1: every page (the whole plan or nothing).
   std::optional<OffloadPlan> plan_offload(std::span<BlockTable* const> tables,
-                                          int64_t num_tokens);
+                                          int64_t num_tokens, int64_t max_pages = -1);
   // The copy is done: host pages take the names, the device references drop. Throws for a
   // plan of another coordinator or one that ended already.
   void complete_offload(OffloadPlan& plan);
@@ -170,6 +174,33 @@ class Coordinator {
   // one of another coordinator.
   int64_t release_detached(DetachedTables& handle);
 
+  // --- forks (semantics 13.6; defined in fork.cpp) ------------------------------------------
+  // One copy copy_tail asks of the engine: group `group`'s tail slot moved from the shared
+  // page to the table's own new page.
+  struct TailCopy {
+    int32_t group;
+    int32_t shared_page;
+    int32_t new_page;
+    bool operator==(const TailCopy&) const = default;
+  };
+  // Fills the fresh (empty, unbound) tables `into`, one per group, distinct from `tables`,
+  // with the pages `tables` hold: every real page gains one reference, holes stay holes; same
+  // extent, tail room, reclaim floor and naming cursor, bound to this pool and coordinator
+  // (unbound tables fork into unbound ones). Returns, per group, the partially written last
+  // slot both requests may still write (copy_tail it before writing past the extent), -1
+  // when the extent is page-aligned. Throws std::invalid_argument, nothing changed, for
+  // tables checked as acquire checks them, `into` tables that are not fresh, a table with a
+  // pending load ("tables[i] has a pending load"), or a page whose count is 2^31 - 1.
+  std::vector<int64_t> fork(std::span<BlockTable* const> tables,
+                            std::span<BlockTable* const> into);
+  // Gives the tables their own copy of every tail page they share: one fresh page per group
+  // whose partially written last slot holds a page with count >= 2, taken as one
+  // all-or-nothing allocation in group order (no value, nothing changed, when the pool has
+  // fewer free pages); each such slot takes its new page and drops one reference of the
+  // shared one. Returns the copies the engine makes (empty when no tail is shared). The new
+  // page carries no name (a partial page has none). Tables checked as acquire checks them.
+  std::optional<std::vector<TailCopy>> copy_tail(std::span<BlockTable* const> tables);
+
   // Pages group g pins now (taken by its acquires and claims, not yet back in the queue). O(1).
   int64_t pinned_pages(int64_t g) const noexcept { return pinned_[static_cast<size_t>(g)]; }
 
@@ -190,7 +221,7 @@ class Coordinator {
 
  private:
   void check_tables(std::span<BlockTable* const> tables) const;
-  void check_tables_outlined(std::span<BlockTable* const> tables) const;  // for host.cpp
+  void check_tables_outlined(std::span<BlockTable* const> tables) const;  // host.cpp, fork.cpp
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
   // Every table unbound, bound by a manager called directly, or bound by this coordinator,
   // and all of tables[0]'s extent; std::invalid_argument naming `name`[i] otherwise.
@@ -202,6 +233,8 @@ class Coordinator {
   void check_plan(const CopyPlan& plan, PlanState state, const char* what) const;
   // Ends a pending load whose request is being freed: host pins drop (host.cpp).
   void abort_load(uint64_t id);
+  // A partial write-back: the plan's first max_pages entries in write-back order (host.cpp).
+  void keep_first(OffloadPlan& plan, int64_t max_pages) const;
   // Drops the device references of an offload, last entry first.
   void release_offloaded(const CopyPlan& plan);
   // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).

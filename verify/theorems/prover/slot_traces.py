@@ -339,3 +339,27 @@ def free_candidates(step: str, v: Mapping[str, Any]) -> Iterator[Candidate]:
         ]
     ops.append({"op": "free", "request": 0})
     yield groups, slots + 2, holders + 1, ops
+
+
+def fork_candidates(step: str, v: Mapping[str, Any]) -> Iterator[Candidate]:
+    """A table of n slots (a full group, B = 2, one token short of n pages: a shared tail),
+    forked into a second request, whose tail copy follows; then the source is freed."""
+    n = max(int(v.get("n", 0)), int(v.get("a", 0)) + 1, 1)
+    slots = min(n, 16)
+    groups = [{"kind": "full", "block_size": 2}]
+    ops: list[dict[str, Any]] = [
+        {"op": "acquire", "request": 0, "tokens": 2 * slots - 1},
+        {"op": "fork", "request": 0, "into": 1},
+        {"op": "copy_tail", "request": 1},
+        {"op": "free", "request": 0},
+    ]
+    yield groups, 2 * slots + 3, 2, ops
+
+
+def per_page_candidates(step: str, v: Mapping[str, Any]) -> Iterator[Candidate]:
+    """references-equal-holders-per-page's candidates: a fork's for the fork and copy_tail
+    steps, a free's for the others."""
+    if step.startswith(("fork", "copy_tail")):
+        yield from fork_candidates(step, v)
+    else:
+        yield from free_candidates(step, v)
