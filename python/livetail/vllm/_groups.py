@@ -8,8 +8,10 @@ the one error for every vLLM feature the adapter refuses (with the record of wha
 from __future__ import annotations
 
 import hashlib
+import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from vllm.v1.kv_cache_interface import (
     ChunkedLocalAttentionSpec,
@@ -218,3 +220,26 @@ def live_tail_groups_from_env() -> tuple[int, ...] | None:
         raise ValueError(
             f"{LIVE_TAIL_GROUPS_ENV}={text!r}: expected comma-separated group indices"
         ) from None
+
+
+def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) -> int | None:
+    """The Coordinator's alignment (semantics 13.9) from vLLM's retention interval.
+
+    vLLM's ``prefix_cache_retention_interval``: a positive value retains sliding-window and
+    Mamba checkpoints every that many tokens: the alignment, when it is a multiple of the
+    groups' lcm (else a named refusal: hits could not land on it). ``None`` (dense) and ``0``
+    (vLLM keeps only its replay boundaries and shared-prefix junctions, which livetail does
+    not track) give the lcm: the densest alignment, so never fewer hits than vLLM keeps.
+    """
+    interval = getattr(kv_cache_config, "prefix_cache_retention_interval", None)
+    if not interval:
+        return None
+    lcm = 1
+    for s in specs:
+        lcm = lcm * s.block_size // math.gcd(lcm, s.block_size)
+    if interval % lcm:
+        raise unsupported(
+            f"prefix_cache_retention_interval {interval} that is not a multiple of the "
+            f"groups' lcm page size {lcm}"
+        )
+    return int(interval)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -27,6 +26,7 @@ from ._groups import (
     key_of,
     layout_of,
     live_tail_groups_from_env,
+    retention_alignment,
     unsupported,
 )
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
@@ -44,29 +44,6 @@ class _Req:
         # keys): a call offering no more names nothing (the tables' naming cursors are at
         # least there), so it is skipped.
         self.named_keys = 0
-
-
-def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) -> int | None:
-    """The Coordinator's alignment (semantics 13.9) from vLLM's retention interval.
-
-    vLLM's ``prefix_cache_retention_interval``: a positive value retains sliding-window and
-    Mamba checkpoints every that many tokens: the alignment, when it is a multiple of the
-    groups' lcm (else a named refusal: hits could not land on it). ``None`` (dense) and ``0``
-    (vLLM keeps only its replay boundaries and shared-prefix junctions, which livetail does
-    not track) give the lcm: the densest alignment, so never fewer hits than vLLM keeps.
-    """
-    interval = getattr(kv_cache_config, "prefix_cache_retention_interval", None)
-    if not interval:
-        return None
-    lcm = 1
-    for s in specs:
-        lcm = lcm * s.block_size // math.gcd(lcm, s.block_size)
-    if interval % lcm:
-        raise unsupported(
-            f"prefix_cache_retention_interval {interval} that is not a multiple of the "
-            f"groups' lcm page size {lcm}"
-        )
-    return int(interval)
 
 
 class KVCacheManager(_EventsAndStats, _View):
