@@ -81,6 +81,7 @@ class Manager {
   // Makes the next acquire of n tokens allocation-free (may throw std::bad_alloc; changes
   // nothing observable).
   void reserve_unchecked(BlockTable& t, int64_t n) const {
+    if (n <= t.tail_) return;  // no new slot (a decode step mostly)
     const int64_t end = geometry::slots_after(t.size(), t.tail_, B_, n);
     if (static_cast<size_t>(end) > t.slots_.capacity()) [[unlikely]]
       grow(t, end);
@@ -142,6 +143,13 @@ class StateManager : public Manager {
 };
 
 inline bool Manager::acquire(BlockPool& pool, BlockTable& t, int64_t num_tokens) const {
+  // A decode step mostly fills tail room of a table of this pool and group: every check
+  // below passes and no page or slot is added, so only the tail changes.
+  if (num_tokens > 0 && num_tokens <= t.tail_ && t.pool_ == &pool && t.block_size_ == B_)
+      [[likely]] {
+    t.tail_ = geometry::tail_after(t.tail_, B_, num_tokens);
+    return true;
+  }
   check_count(num_tokens, "num_tokens");
   check_table(&pool, t);
   check_fits(t.size(), t.tail_, num_tokens, "num_tokens");
