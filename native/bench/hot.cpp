@@ -367,8 +367,8 @@ int64_t router_lookup(Meter& m) {
   return 1;
 }
 
-// The 8 engines' boundaries: in one call (longest_many, one gather of the keys' presence
-// rows) when `many`, else one longest call per engine (each reads every key's row again).
+// The 8 engines' boundaries: in one call (longest_many) when `many`, else one longest call
+// per engine.
 int64_t router_longest(Meter& m, bool many) {
   RouterWorld w;
   std::vector<int32_t> rows(RouterWorld::kKeys);

@@ -2,7 +2,6 @@
 #include "livetail/router.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 namespace livetail::router {
@@ -117,25 +116,9 @@ Longest longest(std::span<const uint8_t> presence, size_t width, std::span<const
 void longest_many(std::span<const uint8_t> presence, size_t width, std::span<const int32_t> rows,
                   int64_t base, std::span<const int64_t> lcms, std::span<const GroupRule> rules,
                   std::span<const size_t> ends, std::span<Longest> out) {
-  const size_t n = rows.size();
-  // The keys' presence rows side by side (row i of `local` is key i's), and the rows of
-  // that copy (0 .. n-1): per-thread scratch, no allocation once warm.
-  thread_local std::vector<uint8_t> local;
-  thread_local std::vector<int32_t> ident;
-  local.resize(n * width);
-  for (auto i = static_cast<int32_t>(ident.size()); static_cast<size_t>(i) < n; ++i)
-    ident.push_back(i);
-  const uint8_t* src = presence.data();
-  uint8_t* dst = local.data();
-  for (size_t i = 0; i < n; ++i) {
-    // Rows of an index of millions of names are cache misses: overlap the next keys' loads.
-    if (i + kAhead < n) __builtin_prefetch(src + static_cast<size_t>(rows[i + kAhead]) * width);
-    std::memcpy(dst + i * width, src + static_cast<size_t>(rows[i]) * width, width);
-  }
-  const std::span<const int32_t> mine(ident.data(), n);
   size_t begin = 0;
   for (size_t e = 0; e < ends.size(); ++e) {
-    out[e] = longest(local, width, mine, base, lcms[e], rules.subspan(begin, ends[e] - begin));
+    out[e] = longest(presence, width, rows, base, lcms[e], rules.subspan(begin, ends[e] - begin));
     begin = ends[e];
   }
 }

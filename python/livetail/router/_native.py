@@ -48,8 +48,8 @@ def answer(
 ) -> dict[Hashable, int]:
     """The greatest supported boundary of each engine in ``ready`` (engines of one base whose
     layout is known) for the key hashes ``h``: native probes and boundary search, every engine
-    in one call per round (the keys' presence rows are read once for all engines); keys are
-    probed ``first_chunk`` first, then 4x more while some engine may go on.
+    in one call per round (the rows checked once, one crossing into C++); keys are probed
+    ``first_chunk`` first, then 4x more while some engine may go on.
     """
     n = len(h)
     todo = []
