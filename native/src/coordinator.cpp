@@ -249,7 +249,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
       if (t->visit_ == visit) fail("table", "appears twice in the batch");
       t->visit_ = visit;
       const bool opens = &m == managers_.data();  // group 0's table opens each request
-      if (opens) first = t, extent = t->extent();
+      if (opens) first = t, extent = extent_in(*t, m);  // as t->extent() where it matters
       if (!bound_here(*t, m) || extent_in(*t, m) != extent) [[unlikely]] {  // see check_tables
         m.check_table(pool_, *t);
         check_member(*t, *first, extent);

@@ -56,7 +56,7 @@ StepPlan Coordinator::plan_step(std::span<BlockTable* const> tables,
         if (t == nullptr) fail("table", "is null");
         if (t->visit_ == stamp) fail("table", "appears in two requests");
         t->visit_ = stamp;
-        if (j == 0) extent = t->extent();
+        if (j == 0) extent = extent_in(*t, m);  // as t->extent() wherever it matters
         if (!bound_here(*t, m) || extent_in(*t, m) != extent) [[unlikely]] {  // check_tables
           m.check_table(pool_, *t);
           check_member(*t, *first, extent);

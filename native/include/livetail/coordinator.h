@@ -197,9 +197,11 @@ class Coordinator {
   }
   [[noreturn]] void fail_member(const BlockTable& t, const BlockTable& first) const;
   // Bound by this coordinator as the group of manager m, or unbound: check_table and
-  // check_member's coordinator test pass (coordinator.cpp's check_tables says why).
+  // check_member's coordinator test pass (coordinator.cpp's check_tables says why). One
+  // comparison: a table bound here has a page size, an unbound one has neither a page size
+  // nor a coordinator (pool_, block_size_ and coordinator_ are set and cleared together).
   bool bound_here(const BlockTable& t, const Manager& m) const {
-    return ((t.coordinator_ == id_) & (t.block_size_ == m.block_size())) | !t.is_bound();
+    return t.block_size_ == (t.coordinator_ == id_ ? m.block_size() : 0);
   }
   // t's extent when bound_here(t, m) (an unbound table is empty): no test of its page size.
   static int64_t extent_in(const BlockTable& t, const Manager& m) {

@@ -114,6 +114,8 @@ class Manager {
   [[noreturn, gnu::cold]] static void fail_fits(int64_t n, const char* name);
   [[noreturn, gnu::cold]] static void fail_frontier(int64_t f, int64_t extent);
   [[noreturn, gnu::cold]] static void fail_load();
+  // acquire past its fast path: every check, then the trusting version.
+  bool acquire_checked(BlockPool& pool, BlockTable& t, int64_t num_tokens) const;
   static void grow(BlockTable& t, int64_t slots);
   // Appends the slots of an acquire of n > tail tokens, real or hole (tail_ still the old one).
   void append_slots(BlockPool& pool, BlockTable& t, int64_t n) const;
@@ -150,13 +152,7 @@ inline bool Manager::acquire(BlockPool& pool, BlockTable& t, int64_t num_tokens)
     t.tail_ = geometry::tail_after(t.tail_, B_, num_tokens);
     return true;
   }
-  check_count(num_tokens, "num_tokens");
-  check_table(&pool, t);
-  check_fits(t.size(), t.tail_, num_tokens, "num_tokens");
-  if (num_tokens == 0) return true;  // binds nothing
-  if (needed_unchecked(t, num_tokens) > pool.num_free()) return false;
-  acquire_unchecked(pool, t, num_tokens);
-  return true;
+  return acquire_checked(pool, t, num_tokens);  // out of line: the fast path stays small
 }
 
 inline int64_t Manager::blocks_needed_for(const BlockTable& t, int64_t num_tokens) const {
