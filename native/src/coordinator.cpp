@@ -1,6 +1,6 @@
 // The Coordinator's device operations (acquire, reclaim, free, decode step), prefix caching
-// (naming, match, claim) and deferred free; GroupSpec and the constructor are in
-// coordinator_setup.cpp.
+// (naming, match, claim) and deferred free; GroupSpec, the constructor and the argument
+// checks' out-of-line paths (their messages) are in coordinator_setup.cpp.
 #include "livetail/coordinator.h"
 
 #include <algorithm>
@@ -53,35 +53,6 @@ std::atomic<uint64_t> next_visit{1};
 
 }  // namespace
 
-[[gnu::cold]] void Coordinator::fail_tables(std::span<BlockTable* const> tables) const {
-  const size_t g = managers_.size();
-  if (tables.size() != g)
-    fail("tables", "must hold one table per group (" + std::to_string(g) + "), got " +
-                       std::to_string(tables.size()));
-  for (size_t i = 0; i < g; ++i) {
-    if (tables[i] == nullptr) fail(at("tables", i), "is null");
-    for (size_t j = 0; j < i; ++j)
-      if (tables[j] == tables[i])
-        fail(at("tables", i), "repeats tables[" + std::to_string(j) + "]");
-  }
-  fail("tables", "are invalid");  // not reached: callers come here only after a failed test
-}
-
-// The per-request checks of check_tables, each table against this coordinator and against
-// tables[0]: one message naming the first table that fails (nothing is thrown if none does).
-[[gnu::cold]] void Coordinator::check_request(std::span<BlockTable* const> tables, const char* name) const {
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const BlockTable& t = *tables[i];
-    if (t.coordinator_ != 0 && t.coordinator_ != id_) [[unlikely]]
-      fail(at(name, i), "is bound to another coordinator (a table is used only through the "
-                        "coordinator that bound it, until it is freed)");
-    if (t.extent() != tables[0]->extent()) [[unlikely]]
-      fail(at(name, i), "has extent " + std::to_string(t.extent()) + ", " + at(name, 0) + " " +
-                            std::to_string(tables[0]->extent()) +
-                            ": one request's tables cover the same tokens");
-  }
-}
-
 // One table per group, non-null, pairwise distinct (groups are few: the pairs are cheap),
 // each unbound or bound to this pool and filled by this group's page size, none bound by
 // another coordinator, all of one extent (tables of two requests are not one request).
@@ -108,32 +79,6 @@ inline int64_t Coordinator::check_tables(std::span<BlockTable* const> tables) co
   if (!ours) [[unlikely]]
     check_tables_general(tables);
   return extent;
-}
-
-// check_tables for tables not all bound here: each table's pool and page size, then the
-// per-request checks (one message naming the first table that fails).
-[[gnu::noinline]] void Coordinator::check_tables_general(
-    std::span<BlockTable* const> tables) const {
-  bool one = true;  // each table unbound, or bound by a manager or this coordinator; one extent
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const BlockTable* t = tables[i];
-    managers_[i].check_table(pool_, *t);
-    one &= (t->coordinator_ == 0) | (t->coordinator_ == id_);
-    one &= t->extent() == tables[0]->extent();
-  }
-  if (!one) [[unlikely]]
-    check_request(tables, "tables");
-}
-
-// check_member's message, built only when its test failed.
-[[gnu::cold]] void Coordinator::fail_member(const BlockTable& t, const BlockTable& first) const {
-  if (t.coordinator_ != 0 && t.coordinator_ != id_)
-    fail("table", "is bound to another coordinator (a table is used only through the "
-                  "coordinator that bound it, until it is freed)");
-  if (t.extent() != first.extent())
-    fail("table", "has extent " + std::to_string(t.extent()) + ", the request's first table " +
-                      std::to_string(first.extent()) + ": one request's tables cover the same tokens");
-  fail("table", "is invalid");  // not reached: callers come here only after a failed test
 }
 
 void Coordinator::check_tables_outlined(std::span<BlockTable* const> tables) const {
@@ -197,8 +142,7 @@ int64_t Coordinator::blocks_needed_for_sequential(std::span<BlockTable* const> t
 
 int64_t Coordinator::reclaim_expired(std::span<BlockTable* const> tables,
                                      int64_t num_computed_tokens) {
-  // One extent for the request: the frontier is checked against it once, not per group.
-  const int64_t extent = check_tables(tables);
+  const int64_t extent = check_tables(tables);  // the request's: one frontier test
   const size_t g = managers_.size();
   bool ok = num_computed_tokens >= 0 && num_computed_tokens <= extent;
   for (size_t i = 0; i < g; ++i) ok &= !tables[i]->has_pending_load();
