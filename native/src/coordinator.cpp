@@ -65,7 +65,8 @@ std::atomic<uint64_t> next_visit{1};
 // clear both; a manager acts on it only with that same pool), so that case needs no pool
 // test; an unbound table has no coordinator, page size or pool (all cleared together).
 // Any other table (bound by a manager, or failing) takes the general checks out of line.
-inline int64_t Coordinator::check_tables(std::span<BlockTable* const> tables) const {
+[[gnu::always_inline]] inline int64_t Coordinator::check_tables(
+    std::span<BlockTable* const> tables) const {
   const size_t g = managers_.size();
   if (tables.size() != g || !distinct(tables.data(), g)) [[unlikely]]
     fail_tables(tables);
