@@ -380,8 +380,10 @@ int64_t router_longest(Meter& m, bool many) {
   const std::vector<int64_t> lcms(RouterWorld::kEngines, 16);
   m.start();
   if (many) {
+#ifdef LIVETAIL_ROUTER_LONGEST_MANY
     router::longest_many(w.presence, RouterWorld::kWidth, rows, 16, lcms, w.rules, ends, got);
     for (const router::Longest& l : got) sum += l.num_tokens;
+#endif
   } else {
     for (size_t e = 0; e < RouterWorld::kEngines; ++e)
       sum += router::longest(w.presence, RouterWorld::kWidth, rows, 16, 16,
@@ -416,7 +418,9 @@ std::vector<Row> rows() {
       {"table.export_1024", export_1024},
 #ifdef LIVETAIL_HOT_ROUTER
       {"router.lookup_8192", router_lookup},
+#ifdef LIVETAIL_ROUTER_LONGEST_MANY
       {"router.longest_8_engines", [](Meter& m) { return router_longest(m, true); }},
+#endif
       {"router.longest_8_engines_each", [](Meter& m) { return router_longest(m, false); }},
 #endif
   };
