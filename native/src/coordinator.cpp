@@ -25,8 +25,7 @@ std::string at(const char* name, size_t i) {
 // call's. Atomic so that coordinators used from different threads never share a stamp.
 std::atomic<uint64_t> next_visit{1};
 
-// The g tables are non-null and pairwise distinct. Layouts of up to four groups get the
-// pairs written out (no loop to run per call); more groups, the pairs in a loop.
+// The g tables are non-null and pairwise distinct: up to four groups, the pairs written out.
 [[gnu::always_inline]] inline bool distinct(BlockTable* const* t, size_t g) {
   switch (g) {
     case 1:
