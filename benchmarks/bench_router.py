@@ -13,7 +13,11 @@ Prints, each the median of --repeat runs (min in brackets):
   and the key-to-hash conversion; the one-engine query again on the numpy loops alone (the
   index's fallback without the native module);
 - memory per name (tracemalloc): the index's allocations divided by the names it holds,
-  for one engine naming --names hashes in a full group, then in all three groups.
+  for one engine naming --names hashes in a full group, then in all three groups;
+- with --instructions, the native part of that query counted under callgrind (instructions,
+  the same on an idle and on a loaded machine; benchmarks/instructions.py builds
+  native/bench/hot.cpp): the rows of 8192 key hashes, and the 8 engines' boundaries in one
+  call (what match_keys makes per round) and in one call per engine (what it made before).
 """
 
 from __future__ import annotations
@@ -159,16 +163,43 @@ def bench_memory(names: int, rng: random.Random) -> None:
         del index
 
 
+def bench_instructions() -> None:
+    """The router rows of benchmarks/instructions.py (callgrind), beside their times."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent / "instructions.py"
+    spec = importlib.util.spec_from_file_location("instructions", path)
+    assert spec is not None and spec.loader is not None
+    ins = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ins)
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = ins.build(ins.ROOT, Path(tmp) / "hot")
+        counts = ins.count(binary)
+        ns = ins.times(binary, 11)
+    print("native part of the query (native/bench/hot.cpp: 8192 keys, 2**17 names, 8 engines)")
+    for name, label in (
+        ("router.lookup_8192", "rows of 8192 key hashes"),
+        ("router.longest_8_engines", "8 engines' boundaries, one call"),
+        ("router.longest_8_engines_each", "the same, one call per engine"),
+    ):
+        print(f"  {label:34s} {counts[name] / 1e6:6.2f} M instructions {ns[name] / 1e3:8.0f} us")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--names", type=int, default=1_000_000)
     ap.add_argument("--engines", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=31)
+    ap.add_argument("--instructions", action="store_true", help="also count under callgrind")
     args = ap.parse_args()
     rng = random.Random(7)
     bench_apply(args.names, args.repeat, rng)
     bench_query(args.names, args.engines, args.repeat, rng)
     bench_memory(args.names, rng)
+    if args.instructions:
+        bench_instructions()
 
 
 if __name__ == "__main__":

@@ -125,6 +125,7 @@ HOT = {
     ],
     TABLE: ["extent"],
     MANAGERS: [
+        "Manager::acquire_checked",
         "Manager::append_slots",
         "Manager::punch_band",
         "Manager::free_unchecked",

@@ -184,3 +184,48 @@ def test_key_hashes_native_and_numpy_agree_and_refuse_alike(
     for arg, error, message in bad:
         with pytest.raises(error, match=message):
             router.key_hashes(arg)
+
+
+def test_longest_many_equals_longest_engine_by_engine() -> None:
+    """One call for several engines (the keys' presence rows read once) gives each engine's
+    _router_longest answer, for random presence over full, sliding and state groups."""
+    rng = np.random.default_rng(5)
+    width, nrows = 12, 40
+    engines = [  # (lcm, rules): base 4
+        (8, [[4, -1, 0], [4, 2, 1], [8, 1, 2]]),
+        (4, [[4, 2, 3], [4, 1, 4]]),  # no full group
+        (8, [[8, -1, 5], [4, 0, 6]]),  # a W = 1 group: resume 0
+        (8, [[4, -1, 7], [8, 2, -1]]),  # a group that never named a page
+        (16, [[16, -1, 8], [4, 3, 9], [8, 1, 10]]),
+    ]
+    rules = np.array([r for _, rs in engines for r in rs], np.int64)
+    ends = np.cumsum([len(rs) for _, rs in engines], dtype=np.int64)
+    lcms = np.array([lcm for lcm, _ in engines], np.int64)
+    for trial in range(60):
+        presence = (rng.random((nrows, width)) < 0.2 + 0.012 * trial).astype(np.uint8)
+        presence[0] = 0  # the null row
+        rows = rng.integers(0, nrows, size=int(rng.integers(0, 48)), dtype=np.int32)
+        want = [
+            _core._router_longest(presence, rows, 4, lcm, np.array(rs, np.int64))
+            for lcm, rs in engines
+        ]
+        assert _core._router_longest_many(presence, rows, 4, lcms, rules, ends) == want
+    assert _core._router_longest_many(presence, rows, 4, lcms[:0], rules[:0], ends[:0]) == []
+    with pytest.raises(ValueError, match="rows: a row outside presence"):
+        _core._router_longest_many(presence, np.array([nrows], np.int32), 4, lcms, rules, ends)
+    with pytest.raises(ValueError, match="lcm"):
+        _core._router_longest_many(presence, rows, 4, lcms + 2, rules, ends)
+    past = ends.copy()
+    past[-1] += 1  # one rule more than there are
+    with pytest.raises(ValueError, match="ends"):
+        _core._router_longest_many(presence, rows, 4, lcms, rules, past)
+    with pytest.raises(ValueError, match="ends"):
+        desc = ends.copy()
+        desc[1] = desc[0] - 1  # the second engine's rules would end before they begin
+        _core._router_longest_many(presence, rows, 4, lcms, rules, desc)
+    with pytest.raises(ValueError, match="ends"):
+        _core._router_longest_many(presence, rows, 4, lcms, rules, ends[:-1])
+    with pytest.raises(ValueError, match="rules"):
+        bad = rules.copy()
+        bad[0, 2] = width
+        _core._router_longest_many(presence, rows, 4, lcms, bad, ends)

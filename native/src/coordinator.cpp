@@ -1,6 +1,6 @@
 // The Coordinator's device operations (acquire, reclaim, free, decode step), prefix caching
-// (naming, match, claim) and deferred free; GroupSpec and the constructor are in
-// coordinator_setup.cpp.
+// (naming, match, claim) and deferred free; GroupSpec, the constructor and the argument
+// checks' out-of-line paths (their messages) are in coordinator_setup.cpp.
 #include "livetail/coordinator.h"
 
 #include <algorithm>
@@ -25,66 +25,64 @@ std::string at(const char* name, size_t i) {
 // call's. Atomic so that coordinators used from different threads never share a stamp.
 std::atomic<uint64_t> next_visit{1};
 
-}  // namespace
-
-[[gnu::cold]] void Coordinator::fail_tables(std::span<BlockTable* const> tables) const {
-  const size_t g = managers_.size();
-  if (tables.size() != g)
-    fail("tables", "must hold one table per group (" + std::to_string(g) + "), got " +
-                       std::to_string(tables.size()));
+// The g tables are non-null and pairwise distinct: up to four groups, the pairs written out.
+[[gnu::always_inline]] inline bool distinct(BlockTable* const* t, size_t g) {
+  switch (g) {
+    case 1:
+      return t[0] != nullptr;
+    case 2:
+      return (t[0] != nullptr) & (t[1] != nullptr) & (t[0] != t[1]);
+    case 3:
+      return (t[0] != nullptr) & (t[1] != nullptr) & (t[2] != nullptr) & (t[0] != t[1]) &
+             (t[0] != t[2]) & (t[1] != t[2]);
+    case 4:
+      return (t[0] != nullptr) & (t[1] != nullptr) & (t[2] != nullptr) & (t[3] != nullptr) &
+             (t[0] != t[1]) & (t[0] != t[2]) & (t[0] != t[3]) & (t[1] != t[2]) &
+             (t[1] != t[3]) & (t[2] != t[3]);
+    default:
+      break;
+  }
+  bool ok = true;
   for (size_t i = 0; i < g; ++i) {
-    if (tables[i] == nullptr) fail(at("tables", i), "is null");
-    for (size_t j = 0; j < i; ++j)
-      if (tables[j] == tables[i])
-        fail(at("tables", i), "repeats tables[" + std::to_string(j) + "]");
+    ok &= t[i] != nullptr;
+    for (size_t j = 0; j < i; ++j) ok &= t[j] != t[i];
   }
-  fail("tables", "are invalid");  // not reached: callers come here only after a failed test
+  return ok;
 }
 
-// The per-request checks of check_tables, each table against this coordinator and against
-// tables[0]: one message naming the first table that fails (nothing is thrown if none does).
-void Coordinator::check_request(std::span<BlockTable* const> tables, const char* name) const {
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const BlockTable& t = *tables[i];
-    if (t.coordinator_ != 0 && t.coordinator_ != id_) [[unlikely]]
-      fail(at(name, i), "is bound to another coordinator (a table is used only through the "
-                        "coordinator that bound it, until it is freed)");
-    if (t.extent() != tables[0]->extent()) [[unlikely]]
-      fail(at(name, i), "has extent " + std::to_string(t.extent()) + ", " + at(name, 0) + " " +
-                            std::to_string(tables[0]->extent()) +
-                            ": one request's tables cover the same tokens");
-  }
-}
+}  // namespace
 
 // One table per group, non-null, pairwise distinct (groups are few: the pairs are cheap),
 // each unbound or bound to this pool and filled by this group's page size, none bound by
 // another coordinator, all of one extent (tables of two requests are not one request).
-inline void Coordinator::check_tables(std::span<BlockTable* const> tables) const {
+// Returns that extent.
+//
+// The common case is tested first, with few loads per table: every table bound by this
+// coordinator as this group (coordinator_ == id_ and this group's page size) or unbound,
+// and of tables[0]'s extent. A table this coordinator bound is bound to its pool (acquire,
+// claim, decode_step and apply_step set pool_ and coordinator_ together; free and detach
+// clear both; a manager acts on it only with that same pool), so that case needs no pool
+// test; an unbound table has no coordinator, page size or pool (all cleared together).
+// Any other table (bound by a manager, or failing) takes the general checks out of line.
+[[gnu::always_inline]] inline int64_t Coordinator::check_tables(
+    std::span<BlockTable* const> tables) const {
   const size_t g = managers_.size();
-  if (tables.size() != g) [[unlikely]]
+  if (tables.size() != g || !distinct(tables.data(), g)) [[unlikely]]
     fail_tables(tables);
+  const Manager* m = managers_.data();
+  const int64_t extent = tables[0]->extent();
+  bool ours = true;
   for (size_t i = 0; i < g; ++i) {
-    bool ok = tables[i] != nullptr;
-    for (size_t j = 0; j < i; ++j) ok &= tables[j] != tables[i];
-    if (!ok) [[unlikely]]
-      fail_tables(tables);
-    managers_[i].check_table(pool_, *tables[i]);
+    const BlockTable& t = *tables[i];
+    ours &= bound_here(t, m[i]) & (extent_in(t, m[i]) == extent);
   }
-  check_request(tables, "tables");
-}
-
-// check_request for one table of a batch call, against its request's first table.
-void Coordinator::check_member(const BlockTable& t, const BlockTable& first) const {
-  if (t.coordinator_ != 0 && t.coordinator_ != id_)
-    fail("table", "is bound to another coordinator (a table is used only through the "
-                  "coordinator that bound it, until it is freed)");
-  if (t.extent() != first.extent())
-    fail("table", "has extent " + std::to_string(t.extent()) + ", the request's first table " +
-                      std::to_string(first.extent()) + ": one request's tables cover the same tokens");
+  if (!ours) [[unlikely]]
+    check_tables_general(tables);
+  return extent;
 }
 
 void Coordinator::check_tables_outlined(std::span<BlockTable* const> tables) const {
-  check_tables(tables);
+  (void)check_tables(tables);
 }
 
 bool Coordinator::acquire(std::span<BlockTable* const> tables, int64_t num_tokens) {
@@ -99,6 +97,13 @@ bool Coordinator::acquire(std::span<BlockTable* const> tables, int64_t num_token
     need += m[i].needed_unchecked(t, num_tokens);
   }
   if (num_tokens == 0) return true;
+  if (need == 0) {  // tail room only (a decode step mostly): no page taken, no slot added
+    for (size_t i = 0; i < g; ++i) {
+      m[i].acquire_unchecked(*pool_, *tables[i], num_tokens);
+      tables[i]->coordinator_ = id_;
+    }
+    return true;
+  }
   if (need > pool_->num_free()) return false;
   for (size_t i = 0; i < g; ++i) m[i].reserve_unchecked(*tables[i], num_tokens);  // may throw
   for (size_t i = 0; i < g; ++i) {
@@ -137,13 +142,17 @@ int64_t Coordinator::blocks_needed_for_sequential(std::span<BlockTable* const> t
 
 int64_t Coordinator::reclaim_expired(std::span<BlockTable* const> tables,
                                      int64_t num_computed_tokens) {
-  check_tables(tables);
-  for (size_t i = 0; i < managers_.size(); ++i) {
-    Manager::check_no_load(*tables[i]);
-    managers_[i].check_frontier(*tables[i], num_computed_tokens);
-  }
+  const int64_t extent = check_tables(tables);  // the request's: one frontier test
+  const size_t g = managers_.size();
+  bool ok = num_computed_tokens >= 0 && num_computed_tokens <= extent;
+  for (size_t i = 0; i < g; ++i) ok &= !tables[i]->has_pending_load();
+  if (!ok) [[unlikely]]
+    for (size_t i = 0; i < g; ++i) {  // the first failing check's message
+      Manager::check_no_load(*tables[i]);
+      managers_[i].check_frontier(*tables[i], num_computed_tokens);
+    }
   int64_t reentered = 0;
-  for (size_t i = 0; i < managers_.size(); ++i) {
+  for (size_t i = 0; i < g; ++i) {
     const int64_t r = managers_[i].reclaim_unchecked(*pool_, *tables[i], num_computed_tokens);
     pinned_[i] -= r;
     reentered += r;
@@ -173,6 +182,7 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
                          std::to_string(r) + " requests), got " + std::to_string(tables.size()));
   const uint64_t visit = next_visit.fetch_add(1, std::memory_order_relaxed);
   const BlockTable* first = nullptr;  // the request's first table (one extent per request)
+  int64_t extent = 0;                 // and its extent
   for (size_t i = 0; i < tables.size(); ++i) {
     BlockTable* t = tables[i];
     const size_t req = i / g;
@@ -182,16 +192,22 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
       if (t == nullptr) fail("table", "is null");
       if (t->visit_ == visit) fail("table", "appears twice in the batch");
       t->visit_ = visit;
-      m.check_table(pool_, *t);
-      if (&m == managers_.data()) first = t;  // group 0's table opens each request
-      check_member(*t, *first);
+      const bool opens = &m == managers_.data();  // group 0's table opens each request
+      if (opens) first = t, extent = extent_in(*t, m);  // as t->extent() where it matters
+      if (!bound_here(*t, m) || extent_in(*t, m) != extent) [[unlikely]] {  // see check_tables
+        m.check_table(pool_, *t);
+        check_member(*t, *first, extent);
+      }
       Manager::check_no_load(*t);
       m.check_fits(t->size(), t->tail_, 1, "num_tokens");
-      Manager::check_count(f, "num_computed_tokens");
-      // The reclaim runs after the acquire, so its frontier may reach the new token.
-      if (f > geometry::frontier_after(t->size(), t->tail_, m.block_size(), 1))
-        fail("num_computed_tokens",
-             "= " + std::to_string(f) + " is above the extent " + "the acquire leaves");
+      // The request's frontier, once: its other tables have its extent (checked above).
+      if (opens) {
+        Manager::check_count(f, "num_computed_tokens");
+        // The reclaim runs after the acquire, so its frontier may reach the new token.
+        if (f > geometry::frontier_after(t->size(), t->tail_, m.block_size(), 1))
+          fail("num_computed_tokens",
+               "= " + std::to_string(f) + " is above the extent " + "the acquire leaves");
+      }
     } catch (const std::invalid_argument& e) {
       fail("requests[" + std::to_string(req) + "][" + std::to_string(i % g) + "]:", e.what());
     }

@@ -1,6 +1,8 @@
 // GroupSpec and the Coordinator's construction: the specs' checks, the base and lcm page
-// sizes, one manager per group. The operations are in coordinator.cpp (device, prefix
-// caching), plan.cpp (step planning) and host.cpp (host tier).
+// sizes, one manager per group; and the out-of-line paths of the operations' table checks
+// (the general checks and the messages; their inline fast tests are in coordinator.cpp).
+// The operations are in coordinator.cpp (device, prefix caching), plan.cpp (step planning)
+// and host.cpp (host tier).
 #include <atomic>
 #include <numeric>
 #include <stdexcept>
@@ -14,6 +16,10 @@ namespace {
 
 [[noreturn]] void fail(const std::string& name, const std::string& what) {
   throw std::invalid_argument(name + " " + what);
+}
+
+std::string at(const char* name, size_t i) {
+  return std::string(name) + "[" + std::to_string(i) + "]";
 }
 
 // Coordinator ids, so that a PrefixMatch knows its coordinator (0 = none).
@@ -87,6 +93,64 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
     }
   }
   for (Manager& m : managers_) m.owner_ = id_;  // its tables change only through it
+}
+
+// --- the table checks' out-of-line paths ---------------------------------------------------
+
+[[gnu::cold]] void Coordinator::fail_tables(std::span<BlockTable* const> tables) const {
+  const size_t g = managers_.size();
+  if (tables.size() != g)
+    fail("tables", "must hold one table per group (" + std::to_string(g) + "), got " +
+                       std::to_string(tables.size()));
+  for (size_t i = 0; i < g; ++i) {
+    if (tables[i] == nullptr) fail(at("tables", i), "is null");
+    for (size_t j = 0; j < i; ++j)
+      if (tables[j] == tables[i])
+        fail(at("tables", i), "repeats tables[" + std::to_string(j) + "]");
+  }
+  fail("tables", "are invalid");  // not reached: callers come here only after a failed test
+}
+
+// The per-request checks of check_tables, each table against this coordinator and against
+// tables[0]: one message naming the first table that fails (nothing is thrown if none does).
+[[gnu::cold]] void Coordinator::check_request(std::span<BlockTable* const> tables,
+                                              const char* name) const {
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const BlockTable& t = *tables[i];
+    if (t.coordinator_ != 0 && t.coordinator_ != id_) [[unlikely]]
+      fail(at(name, i), "is bound to another coordinator (a table is used only through the "
+                        "coordinator that bound it, until it is freed)");
+    if (t.extent() != tables[0]->extent()) [[unlikely]]
+      fail(at(name, i), "has extent " + std::to_string(t.extent()) + ", " + at(name, 0) + " " +
+                            std::to_string(tables[0]->extent()) +
+                            ": one request's tables cover the same tokens");
+  }
+}
+
+// check_tables for tables not all bound here: each table's pool and page size, then the
+// per-request checks (one message naming the first table that fails).
+[[gnu::noinline]] void Coordinator::check_tables_general(
+    std::span<BlockTable* const> tables) const {
+  bool one = true;  // each table unbound, or bound by a manager or this coordinator; one extent
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const BlockTable* t = tables[i];
+    managers_[i].check_table(pool_, *t);
+    one &= (t->coordinator_ == 0) | (t->coordinator_ == id_);
+    one &= t->extent() == tables[0]->extent();
+  }
+  if (!one) [[unlikely]]
+    check_request(tables, "tables");
+}
+
+// check_member's message, built only when its test failed.
+[[gnu::cold]] void Coordinator::fail_member(const BlockTable& t, const BlockTable& first) const {
+  if (t.coordinator_ != 0 && t.coordinator_ != id_)
+    fail("table", "is bound to another coordinator (a table is used only through the "
+                  "coordinator that bound it, until it is freed)");
+  if (t.extent() != first.extent())
+    fail("table", "has extent " + std::to_string(t.extent()) + ", the request's first table " +
+                      std::to_string(first.extent()) + ": one request's tables cover the same tokens");
+  fail("table", "is invalid");  // not reached: callers come here only after a failed test
 }
 
 }  // namespace livetail

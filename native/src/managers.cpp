@@ -126,6 +126,17 @@ void Manager::grow(BlockTable& t, int64_t slots) {
 
 // --- slow paths of the hot operations --------------------------------------------------------
 
+bool Manager::acquire_checked(BlockPool& pool, BlockTable& t, int64_t num_tokens) const {
+  check_count(num_tokens, "num_tokens");
+  check_table(&pool, t);
+  check_owner(t);
+  check_fits(t.size(), t.tail_, num_tokens, "num_tokens");
+  if (num_tokens == 0) return true;  // binds nothing
+  if (needed_unchecked(t, num_tokens) > pool.num_free()) return false;
+  acquire_unchecked(pool, t, num_tokens);
+  return true;
+}
+
 void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
   const int64_t slots = t.size();
   const int64_t tail = t.tail_;
@@ -137,13 +148,16 @@ void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
   if (A_ > 0) {
     const int64_t f = geometry::frontier_after(slots, tail, B_, n);
     h = geometry::first_live_slot(slots, end, f, W_, B_);
-    const int64_t m = geometry::period(A_, B_);
-    const int64_t kept = geometry::kept_per_period(W_, B_, A_);
-    // The resume pages are the last `kept` slots of each period: visit them, not the holes.
-    for (int64_t p0 = geometry::period_start(slots, m); p0 < h; p0 = geometry::next_period(p0, m)) {
-      const int64_t hi = geometry::resume_run_end(p0, m, h);
-      for (int64_t i = geometry::resume_run_begin(p0, m, kept, slots); i < hi; ++i)
-        s[i] = take.pop();
+    if (h > slots) {  // some new slots are outside the window already (not on a decode step)
+      const int64_t m = geometry::period(A_, B_);
+      const int64_t kept = geometry::kept_per_period(W_, B_, A_);
+      // The resume pages are the last `kept` slots of each period: visit them, not the holes.
+      for (int64_t p0 = geometry::period_start(slots, m); p0 < h;
+           p0 = geometry::next_period(p0, m)) {
+        const int64_t hi = geometry::resume_run_end(p0, m, h);
+        for (int64_t i = geometry::resume_run_begin(p0, m, kept, slots); i < hi; ++i)
+          s[i] = take.pop();
+      }
     }
   }
   for (int64_t i = h; i < end; ++i) s[i] = take.pop();

@@ -42,28 +42,35 @@ StepPlan Coordinator::plan_step(std::span<BlockTable* const> tables,
   plan.shapes_.resize(tables.size());
   std::vector<int64_t> needs(r, 0);
   int64_t prefix = 0;
-  const BlockTable* first = nullptr;  // the request's first table (one extent per request)
-  for (size_t i = 0; i < tables.size(); ++i) {
-    BlockTable* t = tables[i];
-    const size_t req = i / g;
-    const Manager& m = managers_[i % g];
+  // Request by request, group by group (no division per table); the request's count and its
+  // one extent are checked once, at its first table.
+  size_t i = 0;
+  for (size_t req = 0; req < r; ++req) {
     const int64_t n = num_tokens[req];
-    try {  // messages are built only on failure
-      if (t == nullptr) fail("table", "is null");
-      if (t->visit_ == stamp) fail("table", "appears in two requests");
-      t->visit_ = stamp;
-      m.check_table(pool_, *t);
-      if (&m == managers_.data()) first = t;  // group 0's table opens each request
-      check_member(*t, *first);
-      Manager::check_count(n, "num_tokens");
-      m.check_fits(t->size(), t->tail_, n, "num_tokens");
-    } catch (const std::invalid_argument& e) {
-      fail("requests[" + std::to_string(req) + "][" + std::to_string(i % g) + "]:", e.what());
+    const BlockTable* first = tables[i];  // the request's first table (one extent per request)
+    int64_t extent = 0;                   // and its extent
+    for (size_t j = 0; j < g; ++j, ++i) {
+      BlockTable* t = tables[i];
+      const Manager& m = managers_[j];
+      try {  // messages are built only on failure
+        if (t == nullptr) fail("table", "is null");
+        if (t->visit_ == stamp) fail("table", "appears in two requests");
+        t->visit_ = stamp;
+        if (j == 0) extent = extent_in(*t, m);  // as t->extent() wherever it matters
+        if (!bound_here(*t, m) || extent_in(*t, m) != extent) [[unlikely]] {  // check_tables
+          m.check_table(pool_, *t);
+          check_member(*t, *first, extent);
+        }
+        if (j == 0) Manager::check_count(n, "num_tokens");
+        m.check_fits(t->size(), t->tail_, n, "num_tokens");
+      } catch (const std::invalid_argument& e) {
+        fail("requests[" + std::to_string(req) + "][" + std::to_string(j) + "]:", e.what());
+      }
+      plan.shapes_[i] = {t->size(), t->tail_, t->floor_, t->pool_};
+      const int64_t need = m.needed_unchecked(*t, n);
+      needs[req] += need;
+      prefix += need;
     }
-    plan.shapes_[i] = {t->size(), t->tail_, t->floor_, t->pool_};
-    const int64_t need = m.needed_unchecked(*t, n);
-    needs[req] += need;
-    prefix += need;
   }
   const int64_t free = pool_->num_free();
   int64_t released = 0;
@@ -111,8 +118,11 @@ void Coordinator::apply_step(StepPlan& plan) {
   const size_t k = static_cast<size_t>(plan.stepped_);
   const Manager* m = managers_.data();
   // The only throw (std::bad_alloc) comes before any change.
-  for (size_t i = 0; i < k * g; ++i)
-    if (plan.tokens_[i / g] > 0) m[i % g].reserve_unchecked(*plan.tables_[i], plan.tokens_[i / g]);
+  for (size_t req = 0; req < k; ++req) {
+    const int64_t n = plan.tokens_[req];
+    if (n > 0)
+      for (size_t j = 0; j < g; ++j) m[j].reserve_unchecked(*plan.tables_[req * g + j], n);
+  }
   plan.applied_ = true;
   for (size_t req = plan.tokens_.size(); req-- > k;)
     for (size_t j = 0; j < g; ++j) {

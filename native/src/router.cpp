@@ -113,4 +113,14 @@ Longest longest(std::span<const uint8_t> presence, size_t width, std::span<const
   return none;
 }
 
+void longest_many(std::span<const uint8_t> presence, size_t width, std::span<const int32_t> rows,
+                  int64_t base, std::span<const int64_t> lcms, std::span<const GroupRule> rules,
+                  std::span<const size_t> ends, std::span<Longest> out) {
+  size_t begin = 0;
+  for (size_t e = 0; e < ends.size(); ++e) {
+    out[e] = longest(presence, width, rows, base, lcms[e], rules.subspan(begin, ends[e] - begin));
+    begin = ends[e];
+  }
+}
+
 }  // namespace livetail::router

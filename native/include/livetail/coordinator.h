@@ -220,14 +220,32 @@ class Coordinator {
   uint64_t id() const noexcept { return id_; }
 
  private:
-  void check_tables(std::span<BlockTable* const> tables) const;
+  // Returns the request's extent (all its tables cover the same tokens).
+  int64_t check_tables(std::span<BlockTable* const> tables) const;
+  void check_tables_general(std::span<BlockTable* const> tables) const;
   void check_tables_outlined(std::span<BlockTable* const> tables) const;  // host.cpp, fork.cpp
   [[noreturn]] void fail_tables(std::span<BlockTable* const> tables) const;
   // Every table unbound, bound by a manager called directly, or bound by this coordinator,
   // and all of tables[0]'s extent; std::invalid_argument naming `name`[i] otherwise.
   void check_request(std::span<BlockTable* const> tables, const char* name) const;
-  // The same for one table of a batch call, against its request's first table.
-  void check_member(const BlockTable& t, const BlockTable& first) const;
+  // The same for one table of a batch call, against its request's first table (whose
+  // extent the caller passes): inline tests, the message built out of line.
+  void check_member(const BlockTable& t, const BlockTable& first, int64_t extent) const {
+    if ((t.coordinator_ != 0 && t.coordinator_ != id_) || t.extent() != extent) [[unlikely]]
+      fail_member(t, first);
+  }
+  [[noreturn]] void fail_member(const BlockTable& t, const BlockTable& first) const;
+  // Bound by this coordinator as the group of manager m, or unbound: check_table and
+  // check_member's coordinator test pass (coordinator.cpp's check_tables says why). One
+  // comparison: a table bound here has a page size, an unbound one has neither a page size
+  // nor a coordinator (pool_, block_size_ and coordinator_ are set and cleared together).
+  bool bound_here(const BlockTable& t, const Manager& m) const {
+    return t.block_size_ == (t.coordinator_ == id_ ? m.block_size() : 0);
+  }
+  // t's extent when bound_here(t, m) (an unbound table is empty): no test of its page size.
+  static int64_t extent_in(const BlockTable& t, const Manager& m) {
+    return geometry::extent(t.size(), t.tail_, m.block_size());
+  }
   void check_match(const PrefixMatch& match) const;
   void need_host(const char* what) const;
   void check_plan(const CopyPlan& plan, PlanState state, const char* what) const;

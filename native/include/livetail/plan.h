@@ -30,6 +30,10 @@ class StepPlan {
  private:
   friend class Coordinator;
   struct Shape {
+    // Left uninitialized by default: plan_step sizes the vector, then writes every entry.
+    Shape() noexcept {}  // NOLINT: no zero fill of a vector about to be overwritten
+    Shape(int64_t size_, int64_t tail_, int64_t floor_, const BlockPool* pool_) noexcept
+        : size(size_), tail(tail_), floor(floor_), pool(pool_) {}
     int64_t size, tail, floor;
     const BlockPool* pool;
     bool operator==(const Shape&) const = default;

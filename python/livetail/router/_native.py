@@ -47,8 +47,9 @@ def answer(
     first_chunk: int,
 ) -> dict[Hashable, int]:
     """The greatest supported boundary of each engine in ``ready`` (engines of one base whose
-    layout is known) for the key hashes ``h``: native probes and boundary search, one engine
-    at a time; keys are probed ``first_chunk`` first, then 4x more while some engine may go on.
+    layout is known) for the key hashes ``h``: native probes and boundary search, every engine
+    in one call per round (the rows checked once, one crossing into C++); keys are probed
+    ``first_chunk`` first, then 4x more while some engine may go on.
     """
     n = len(h)
     todo = []
@@ -72,8 +73,11 @@ def answer(
     rows = _core._router_lookup(table, bits, h[:c])
     while todo:
         going = []
-        for e in todo:
-            t, through = _core._router_longest(presence, rows, e.base, e.align, e.rules)
+        rules = np.concatenate([e.rules for e in todo])
+        ends = np.cumsum([len(e.rules) for e in todo], dtype=np.int64)
+        aligns = np.array([e.align for e in todo], np.int64)
+        got = _core._router_longest_many(presence, rows, todo[0].base, aligns, rules, ends)
+        for e, (t, through) in zip(todo, got):
             out[e.id] = t
             if through and c < n:
                 going.append(e)
