@@ -145,10 +145,27 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
             lambda: _core._router_longest(_PRESENCE, _ROWS, 4, 6, _RULES),
             "lcm must be a multiple of base",
         ),
+        (
+            lambda: _core._router_longest_many(
+                _PRESENCE, _ROWS, 4, np.array([6], np.int64), _RULES, np.array([1], np.int64)
+            ),
+            "lcm must be a multiple of base",
+        ),
     ],
     ("python/bind_router.inc", "rules must have shape (groups, 3)"): [
         (
             lambda: _core._router_longest(_PRESENCE, _ROWS, 4, 4, np.zeros((1, 2), np.int64)),
+            "rules must have shape (groups, 3)",
+        ),
+        (
+            lambda: _core._router_longest_many(
+                _PRESENCE,
+                _ROWS,
+                4,
+                np.array([4], np.int64),
+                np.zeros((1, 2), np.int64),
+                np.array([1], np.int64),
+            ),
             "rules must have shape (groups, 3)",
         ),
     ],
@@ -157,12 +174,61 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
             lambda: _core._router_longest(_PRESENCE, _ROWS, 4, 4, np.array([[4, -1, 1]], np.int64)),
             "rules: a group's size, resume or column is out of range",
         ),
+        (
+            lambda: _core._router_longest_many(
+                _PRESENCE,
+                _ROWS,
+                4,
+                np.array([4], np.int64),
+                np.array([[4, -1, 1]], np.int64),
+                np.array([1], np.int64),
+            ),
+            "rules: a group's size, resume or column is out of range",
+        ),
     ],
     ("python/bind_router.inc", "rows: a row outside presence"): [
         (
             lambda: _core._router_longest(_PRESENCE, np.array([2], np.int32), 4, 4, _RULES),
             "rows: a row outside presence",
         ),
+        (
+            lambda: _core._router_longest_many(
+                _PRESENCE,
+                np.array([2], np.int32),
+                4,
+                np.array([4], np.int64),
+                _RULES,
+                np.array([1], np.int64),
+            ),
+            "rows: a row outside presence",
+        ),
+    ],
+    ("python/bind_router.inc", "ends must hold one end per lcm"): [
+        (
+            lambda: _core._router_longest_many(
+                _PRESENCE, _ROWS, 4, np.array([4], np.int64), _RULES, np.array([1, 1], np.int64)
+            ),
+            "ends must hold one end per lcm",
+        ),
+    ],
+    ("python/bind_router.inc", "ends must be ascending and at most the rules' count"): [
+        (
+            lambda: _core._router_longest_many(
+                _PRESENCE, _ROWS, 4, np.array([4], np.int64), _RULES, np.array([2], np.int64)
+            ),
+            "ends must be ascending and at most the rules' count",
+        ),
+    ],
+    ("python/bind_coordinator.inc", "alignment must be in [1, 2**31 - 1], got 0"): [
+        (
+            lambda: livetail.Coordinator(
+                [livetail.GroupSpec("full", 4)], livetail.BlockPool(4), alignment=0
+            ),
+            "alignment must be in [1, 2**31 - 1], got 0",
+        ),
+    ],
+    ("src/fork.cpp", " "): [
+        ("native/tests/test_forks.cpp", "s.c.fork(s.a, one)"),
     ],
     ("python/bind_coordinator.inc", " must hold one table per group ("): [
         (
