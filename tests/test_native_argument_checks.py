@@ -76,6 +76,14 @@ _PRESENCE = np.zeros((2, 1), np.uint8)
 _ROWS = np.array([1], np.int32)
 _RULES = np.array([[4, -1, 0]], np.int64)
 
+
+def _release_twice() -> None:
+    _, c, tables = _acquired()
+    h = c.detach(tables)
+    c.release_detached(h)
+    c.release_detached(h)
+
+
 # (file, literal) -> one (call, message start) per site with that key, in source order;
 # or a str: the test file (relative to the project) whose text must hold the given call.
 CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str]]] = {
@@ -226,6 +234,9 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
             ),
             "alignment must be in [1, 2**31 - 1], got 0",
         ),
+    ],
+    ("src/detach.cpp", " "): [
+        (_release_twice, "handle was released already"),
     ],
     ("src/fork.cpp", " "): [
         ("native/tests/test_forks.cpp", "s.c.fork(s.a, one)"),

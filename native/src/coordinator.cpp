@@ -1,6 +1,6 @@
-// The Coordinator's device operations (acquire, reclaim, free, decode step), prefix caching
-// (naming, match, claim) and deferred free; GroupSpec, the constructor and the argument
-// checks' out-of-line paths (their messages) are in coordinator_setup.cpp.
+// The Coordinator's device operations (acquire, reclaim, free, decode step) and prefix caching
+// (naming, match, claim); GroupSpec, the constructor and the argument checks' out-of-line
+// paths (their messages) are in coordinator_setup.cpp, deferred free in detach.cpp.
 #include "livetail/coordinator.h"
 
 #include <algorithm>
@@ -563,50 +563,6 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     tables[i]->load_ = plan->id_;
   }
   return plan;
-}
-
-// --- deferred free (semantics section 12) ----------------------------------------------------
-
-DetachedTables Coordinator::detach(std::span<BlockTable* const> tables) {
-  check_tables(tables);
-  const size_t g = managers_.size();
-  DetachedTables h;
-  h.coordinator_ = id_;
-  size_t total = 0;
-  for (size_t i = 0; i < g; ++i) total += static_cast<size_t>(tables[i]->real_);
-  h.pages_.reserve(total);  // the only throws (std::bad_alloc): nothing changed yet
-  h.group_end_.reserve(g);
-  for (size_t i = 0; i < g; ++i) {
-    BlockTable& t = *tables[i];
-    if (t.load_ != 0) abort_load(t.load_);
-    // Reclaim left no real page below the floor.
-    for (int64_t j = t.floor_; j < t.size(); ++j)
-      if (t.slots_[static_cast<size_t>(j)] != 0) h.pages_.push_back(t.slots_[static_cast<size_t>(j)]);
-    h.group_end_.push_back(h.pages_.size());
-    t.slots_.clear();
-    t.tail_ = t.floor_ = t.real_ = t.named_upto_ = 0;
-    t.pool_ = nullptr;
-    t.block_size_ = 0;
-    t.coordinator_ = 0;
-  }
-  return h;
-}
-
-int64_t Coordinator::release_detached(DetachedTables& handle) {
-  if (handle.coordinator_ != id_) fail("handle", "comes from another coordinator");
-  if (handle.released_) fail("handle", "was released already");
-  int64_t reentered = 0;
-  size_t begin = 0;
-  for (size_t i = 0; i < handle.group_end_.size(); ++i) {
-    BlockPool::Releaser rel(*pool_);
-    for (size_t e = handle.group_end_[i]; e-- > begin;) rel.release(handle.pages_[e]);
-    const int64_t r = rel.done();
-    pinned_[i] -= r;
-    reentered += r;
-    begin = handle.group_end_[i];
-  }
-  handle.released_ = true;
-  return reentered;
 }
 
 }  // namespace livetail
