@@ -127,3 +127,9 @@ def test_docs_table_is_the_measure(measure: cov.Measure) -> None:
     text = (ROOT / "docs" / "theorems.md").read_text()
     fresh = refresh(text, {cov.DOC_MARKER: lambda: measure.table(cov.read_allowlist())})
     assert text == fresh, "stale: livetail verify --coverage --write-allowlist (source tree)"
+
+
+def test_write_allowlist_needs_coverage() -> None:
+    from livetail.verify.cli import EXIT_USAGE, main
+
+    assert main(["verify", "--write-allowlist"]) == EXIT_USAGE

@@ -104,13 +104,15 @@ class Tracer:
             threading.settrace(old)
 
 
-def _theorem_lines(name: str) -> tuple[str, list[Line]]:
-    """In a forked process: theorem ``name`` as ``--quick`` runs it, traced."""
+def _theorem_lines(name: str) -> tuple[str, list[Line], float]:
+    """In a forked process: theorem ``name`` as ``--quick`` runs it, traced; its CPU."""
+    import time
+
     from .theorems import run_theorem
 
     t = Tracer()
     r = t.run(lambda: run_theorem(name, quick=True))
-    return str(r["verdict"]), sorted(t.lines)
+    return str(r["verdict"]), sorted(t.lines), time.process_time()
 
 
 def unbounded_theorems() -> list[str]:
@@ -120,8 +122,8 @@ def unbounded_theorems() -> list[str]:
     return [n for n, th in THEOREMS.items() if not th.bounded and th.expected == "proved"]
 
 
-def z3_lines(names: Sequence[str], jobs: int = 2) -> tuple[set[Line], dict[str, str]]:
-    """The spec lines the theorems ``names`` execute, and each theorem's verdict."""
+def z3_lines(names: Sequence[str], jobs: int = 2) -> tuple[set[Line], dict[str, str], float]:
+    """The spec lines the theorems ``names`` execute, each theorem's verdict, their CPU."""
     from . import runner
 
     # As livetail verify runs them: each theorem in a fresh process forked from a server
@@ -129,14 +131,18 @@ def z3_lines(names: Sequence[str], jobs: int = 2) -> tuple[set[Line], dict[str, 
     ctx = runner._fork_context() or multiprocessing.get_context("spawn")
     lines: set[Line] = set()
     verdicts: dict[str, str] = {}
+    cpu = 0.0
     with (
         runner._environment(runner._child_env()),
         ctx.Pool(max(1, jobs), maxtasksperchild=1) as pool,
     ):
-        for name, (verdict, found) in zip(names, pool.map(_theorem_lines, names, chunksize=1)):
+        for name, (verdict, found, used) in zip(
+            names, pool.map(_theorem_lines, names, chunksize=1)
+        ):
             verdicts[name] = verdict
             lines.update((f, n) for f, n in found)
-    return lines, verdicts
+            cpu += used
+    return lines, verdicts, cpu
 
 
 def model_lines(examples: int = CAMPAIGN_EXAMPLES, seed: int = 0) -> set[Line]:
@@ -146,7 +152,7 @@ def model_lines(examples: int = CAMPAIGN_EXAMPLES, seed: int = 0) -> set[Line]:
     from .campaign import run_campaign
 
     t = Tracer()
-    with tempfile.TemporaryDirectory() as traces:
+    with tempfile.TemporaryDirectory() as traces:  # no trace is kept: the campaign passes
         res = t.run(lambda: run_campaign(examples, Path(traces), seed=seed))
     if res.get("failures"):
         raise RuntimeError(f"the campaign failed: {res.get('failure')}")
@@ -357,6 +363,7 @@ class Measure:
     model: set[Line]
     z3: set[Line]
     verdicts: dict[str, str] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # seconds: theorems, campaign
 
     def unproved(self) -> list[Statement]:
         """The state changes no unbounded theorem executes."""
@@ -408,9 +415,13 @@ def measure(
     examples: int = CAMPAIGN_EXAMPLES, seed: int = 0, jobs: int = 2, campaign: bool = True
 ) -> Measure:
     """Run the unbounded theorems (quick) and the campaign under the tracer."""
-    z3, verdicts = z3_lines(unbounded_theorems(), jobs=jobs)
+    import time
+
+    z3, verdicts, cpu = z3_lines(unbounded_theorems(), jobs=jobs)
+    c0 = time.thread_time()
     model = model_lines(examples, seed) if campaign else set()
-    return Measure(spec_statements(), model, z3, verdicts)
+    costs = {"theorems": round(cpu, 1), "campaign": round(time.thread_time() - c0, 1)}
+    return Measure(spec_statements(), model, z3, verdicts, costs)
 
 
 DOC_MARKER = "coverage"
@@ -448,6 +459,10 @@ def main(
     else:
         allowed = read_allowlist()
     out(m.table(allowed))
+    out(
+        f"measured with {m.cpu['theorems']:.1f} s of CPU in {len(m.verdicts)} theorem processes "
+        f"and {m.cpu['campaign']:.1f} s in the campaign"
+    )
     missing, stale = m.check(allowed)
     for s in missing:
         out(
