@@ -439,7 +439,7 @@ def reclaim_bounded(p: Prover) -> None:
     pages it frees are exactly the ones the count-level proofs count.""",
     kills=("reclaim-cell-spares-floor", "reclaim-keeps-band-top", "reclaim-floor-not-updated"),
     cost=2,
-    rlimit=2_000_000,
+    rlimit=3_000_000,  # the small pass searches its page arrays (1.4M units)
     executes=("reclaim", "slots.reclaim_cell", "slots.punched"),
     trace=slot_traces("reclaim-slots-follow-runs", reclaim_candidates),
 )
