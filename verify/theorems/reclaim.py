@@ -73,7 +73,7 @@ from .worlds.managers import MAX_B, Group, Snapshot, every_group, fork
         "reclaim-floor-not-updated",
     ),
     cost=3,
-    rlimit=17_000_000,
+    rlimit=19_000_000,
     executes=("reclaim", "reclaimable"),
     trace=first_of(
         transition_traces("reclaim-exact-with-shared-pages"),
