@@ -116,20 +116,9 @@ def _verify_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"theorem processes at a time (default {runner.DEFAULT_JOBS})",
     )
-    p.add_argument(
-        "--coverage",
-        action="store_true",
-        help="instead of a verify run: run the unbounded theorems (as --quick) and the campaign "
-        "(--quick size) under a line tracer; print per spec/ file the statements the model "
-        "runs, the ones Z3 executes and the state changes no unbounded theorem executes; fail "
-        "when one of those is not on verify/coverage_allowlist.txt, or an entry is stale",
-    )
-    p.add_argument(
-        "--write-allowlist",
-        action="store_true",
-        help="with --coverage, run in the source tree: rewrite verify/coverage_allowlist.txt "
-        "and docs/theorems.md's coverage table from the measure",
-    )
+    from .coverage import add_arguments
+
+    add_arguments(p)
     return p
 
 
@@ -372,14 +361,9 @@ def verify_main(argv: Sequence[str]) -> int:
 
     args = _verify_parser().parse_args(list(argv))
     if args.coverage or args.write_allowlist:
-        if not args.coverage:
-            Console(stderr=True).print("livetail verify: --write-allowlist needs --coverage")
-            return EXIT_USAGE
-        from .coverage import main as coverage_main
+        from .coverage import from_args
 
-        return coverage_main(
-            write_allowlist=args.write_allowlist, root=Path.cwd(), jobs=args.jobs, seed=args.seed
-        )
+        return from_args(args)
     # Logs and pipes get a table wide enough not to wrap theorem names.
     console = Console(width=None if sys.stdout.isatty() else 150)
     err = Console(stderr=True)

@@ -476,3 +476,31 @@ def main(
     if missing or stale:
         out("rewrite the allow-list with: livetail verify --coverage --write-allowlist")
     return 1 if missing or stale or bad else 0
+
+
+def add_arguments(p: Any) -> None:
+    """``livetail verify``'s --coverage and --write-allowlist (an argparse parser)."""
+    p.add_argument(
+        "--coverage",
+        action="store_true",
+        help="instead of a verify run: run the unbounded theorems (as --quick) and the campaign "
+        "(--quick size) under a line tracer; print per spec/ file the statements the model "
+        "runs, the ones Z3 executes and the state changes no unbounded theorem executes; fail "
+        "when one of those is not on verify/coverage_allowlist.txt, or an entry is stale",
+    )
+    p.add_argument(
+        "--write-allowlist",
+        action="store_true",
+        help="with --coverage, run in the source tree: rewrite verify/coverage_allowlist.txt "
+        "and docs/theorems.md's coverage table from the measure",
+    )
+
+
+def from_args(args: Any) -> int:
+    """Run --coverage for parsed ``livetail verify`` arguments; 2 (usage) without it."""
+    if not args.coverage:
+        print("livetail verify: --write-allowlist needs --coverage", file=sys.stderr)
+        return 2
+    return main(
+        write_allowlist=args.write_allowlist, root=Path.cwd(), jobs=args.jobs, seed=args.seed
+    )
