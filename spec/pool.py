@@ -283,7 +283,7 @@ class BlockPool:
 
         One cleared event; the queue order and every count stay as they were.
         """
-        if any(self._ref[p] >= 1 for p in self._name_of):
+        if not slots.clears(sum(1 for p in self._name_of if self._ref[p] >= 1)):
             return False
         self._counters["pages_evicted"] += len(self._name_of)
         self._counters["names_removed"] += len(self._pages_named)

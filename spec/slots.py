@@ -233,6 +233,12 @@ def removes(holders: Num, ar: Arith = INT) -> Bool:
     return holders == 0
 
 
+def clears(pinned_named: Num, ar: Arith = INT) -> Bool:
+    """Does reset_names drop every name (one cleared event)?  ``pinned_named``: how many
+    named pages are pinned.  Only when none is: a pinned page keeps its name (section 12)."""
+    return pinned_named == 0
+
+
 # --- the pool: where an allocated page comes from ------------------------------------------
 
 

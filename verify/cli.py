@@ -121,6 +121,9 @@ def _verify_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print only the final table (no line per theorem as it ends, no campaign progress)",
     )
+    from .coverage import add_arguments
+
+    add_arguments(p)
     return p
 
 
@@ -281,6 +284,10 @@ def verify_main(argv: Sequence[str]) -> int:
     )
 
     args = _verify_parser().parse_args(list(argv))
+    if args.coverage or args.write_allowlist:
+        from .coverage import from_args
+
+        return from_args(args)
     # Logs and pipes get lines and tables at their full width: nothing is cut or wrapped.
     console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
     err = Console(stderr=True)

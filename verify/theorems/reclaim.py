@@ -59,7 +59,10 @@ from .worlds.managers import MAX_B, Group, Snapshot, every_group, fork
     much, it drops one reference per real slot it lets go (references dropped = real pages
     before - real pages after, so no real page below the bound is left), the floor never
     moves down and ends at or above the bound, and a repeat reclaim at f frees nothing and
-    drops nothing. Unbounded; the last two steps for every live_count function (the facts
+    drops nothing; and the bound is the window's: every slot the floor moves past is wholly
+    outside the window of every query t >= f, no slot at or above the floor it leaves is
+    (so the steps fail with reclaim_bound replaced by an unknown function). Unbounded; the
+    "one reference dropped" and "repeat" steps for every live_count function (the facts
     they use are proved lemmas).""",
     """An engine can predict what reclaim_expired gives back even when prefix caching shares
     pages, call it after every chunk, and never rescans a slot.""",
@@ -70,7 +73,7 @@ from .worlds.managers import MAX_B, Group, Snapshot, every_group, fork
         "reclaim-floor-not-updated",
     ),
     cost=3,
-    rlimit=17_000_000,
+    rlimit=19_000_000,
     executes=("reclaim", "reclaimable"),
     trace=first_of(
         transition_traces("reclaim-exact-with-shared-pages"),
@@ -113,6 +116,22 @@ def reclaim_exact(p: Prover) -> None:
             f"[{g.label}] the floor never moves down and ends at or above the bound",
             z3.And(step.table.floor >= tb.floor, step.table.floor >= b),
             hyps,
+            show=show,
+        )
+        # The bound itself, pinned to the window: the slots reclaim moves the floor past are
+        # wholly outside the window of every query t >= f, the slots above it are not.
+        s = z3.Int("s")
+        at = [*hyps, s >= 0, s < tb.slots]
+        p.prove(
+            f"[{g.label}] every slot the floor moves past is expired",
+            z3.Implies(z3.And(tb.floor <= s, s < step.table.floor), (s + 1) * g.B <= f - g.W + 1),
+            at,
+            show=show,
+        )
+        p.prove(
+            f"[{g.label}] no slot at or above the floor reclaim leaves is expired",
+            z3.Implies(s >= step.table.floor, (s + 1) * g.B > f - g.W + 1),
+            at,
             show=show,
         )
         _reclaim_lets_go(p, g)
@@ -420,7 +439,7 @@ def reclaim_bounded(p: Prover) -> None:
     pages it frees are exactly the ones the count-level proofs count.""",
     kills=("reclaim-cell-spares-floor", "reclaim-keeps-band-top", "reclaim-floor-not-updated"),
     cost=2,
-    rlimit=2_000_000,
+    rlimit=3_000_000,  # the small pass searches its page arrays (1.4M units)
     executes=("reclaim", "slots.reclaim_cell", "slots.punched"),
     trace=slot_traces("reclaim-slots-follow-runs", reclaim_candidates),
 )
@@ -482,20 +501,22 @@ def _reclaim_slots(p: Prover, g: Geometry) -> None:
 
 @theorem(
     "reclaimable-counts-what-reclaim-frees",
-    """Executes blocks_reclaimable_at's rule (spec/slots.py reclaimable_cell) and reclaim's
-    (slots.punched, then the pool's runs.drop_reference on the page's count) on one
-    symbolic slot s of a table whose page ids, reference counts and names are unbounded
-    arrays, on a symbolic band: with count_uncached, a slot is counted iff reclaim lets go
-    of its page and the page re-enters the free queue (its count drops to 0); without it,
-    iff besides that the page is named. As a table holds a page in one slot at most, the
-    count blocks_reclaimable_at returns is the number of pages reclaim returns to the
-    queue, shared pages (count >= 2) and holes excluded. Unbounded.""",
+    """Executes blocks_reclaimable_at's rule (spec/slots.py reclaimable_cell, which decides
+    by slots.punched) and reclaim's (slots.reclaim_cell, what reclaim writes into the slot,
+    then the pool's runs.drop_reference on the page's count) on one symbolic slot s of a
+    table whose page ids, reference counts and names are unbounded arrays, on a symbolic
+    band: with count_uncached, a slot is counted iff reclaim empties it of a page and the
+    page re-enters the free queue (its count drops to 0); without it, iff besides that the
+    page is named (the step fails with punched replaced by an unknown function). As a
+    table holds a page in one slot at most, the count blocks_reclaimable_at returns is the
+    number of pages reclaim returns to the queue, shared pages (count >= 2) and holes
+    excluded. Unbounded.""",
     """An engine can plan on blocks_reclaimable_at: it is exactly what the next reclaim
     gives back, whether or not prefix caching shares the pages.""",
     kills=("reclaimable-ignores-names", "reclaimable-counts-shared"),
     cost=1,
     rlimit=2_000_000,
-    executes=("slots.reclaimable_cell", "slots.punched"),
+    executes=("slots.reclaimable_cell", "slots.punched", "slots.reclaim_cell"),
     trace=slot_traces("reclaimable-counts-what-reclaim-frees", reclaimable_candidates),
 )
 def reclaimable_slots(p: Prover) -> None:
@@ -507,10 +528,14 @@ def reclaimable_slots(p: Prover) -> None:
     hyps = [refs[page] >= z3.If(page == 0, 0, 1)]  # a page a slot holds has a holder
     counted = slots.reclaimable_cell(s, page, refs[page], named[page], every, lo, hi, Z3)
     _, re_enters = runs.drop_reference(refs[page], Z3)
-    frees = z3.And(slots.punched(s, page, lo, hi, Z3), re_enters)
+    # What reclaim does to the slot (reclaim_cell: a hole where it held a page), not the
+    # rule reclaimable_cell is written with (punched): the step depends on punched's body.
+    emptied = z3.And(slots.reclaim_cell(s, page, lo, hi, Z3) == 0, page != 0)
+    frees = z3.And(emptied, re_enters)
     show = {"s": s, "page": page, "ref": refs[page], "count_uncached": every}
     p.prove(
-        "counted iff reclaim returns the page to the queue (named, unless count_uncached)",
+        "counted iff reclaim empties the slot of a page that re-enters the queue (named, "
+        "unless count_uncached)",
         counted == z3.And(frees, z3.Or(every, named[page])),
         hyps,
         show,

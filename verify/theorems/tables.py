@@ -37,6 +37,7 @@ MODEL_CALLS = frozenset(
         "slots.takes_name",
         "slots.stores",
         "slots.removes",
+        "slots.clears",
         "slots.from_front",
         "slots.evicts",
         "slots.joins_front",

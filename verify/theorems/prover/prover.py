@@ -39,7 +39,7 @@ from .query import (
     Values,
     rlimit_count,
 )
-from .small import LEVELS, Unsupported, blaster, bounds, to_bv
+from .small import LEVELS, Unsupported, blaster, bounds, int_array, to_bv
 from .terms import (
     abstract,
     antecedents,
@@ -231,8 +231,9 @@ class Prover:
                 fixed = [(x, z3.IntVal(ranges[str(x)][0])) for x in xs if pinned(ranges[str(x)])]
                 small = simplified(z3.substitute(formula, *fixed)) if fixed else formula
                 free = [x for x in xs if not pinned(ranges[str(x)])]
+                self._arrays: dict[str, tuple[Any, Any]] = {}
                 try:
-                    image, words = to_bv(small, free, width)
+                    image, words = to_bv(small, free, width, self._arrays)
                 except Unsupported:  # an unknown function: its models are no counterexamples
                     return
                 box = [z3.And(w >= ranges[n][0], w <= ranges[n][1]) for n, w in words.items()]
@@ -278,7 +279,18 @@ class Prover:
         # A Boolean symbol (a flag of the step) keeps its word's value too: the image holds
         # it as it is, so the model has it, and without it no candidate could be confirmed.
         pairs += [(c, m.eval(c, model_completion=True)) for c in consts if z3.is_bool(c)]
-        return values if z3.is_true(z3.simplify(z3.substitute(formula, *pairs))) else None
+        # An array symbol takes its word array's value, read back as an Int array.
+        arrays = {}
+        for name, (int_arr, word_arr) in getattr(self, "_arrays", {}).items():
+            value = int_array(m.eval(word_arr, model_completion=True), int_arr.sort())
+            if value is None:
+                return None
+            arrays[name] = (int_arr, value)
+        pairs += list(arrays.values())
+        if not z3.is_true(z3.simplify(z3.substitute(formula, *pairs))):
+            return None
+        self._array_values = arrays
+        return values
 
     def _shrink(
         self,
@@ -304,6 +316,7 @@ class Prover:
         """The Int model of the formula with every symbol at its value (for ``show`` terms)."""
         s = self._solver(limit=SHRINK_RLIMIT, core_first=SHRINK_RLIMIT)
         s.add(formula, *[x == values[str(x)] for x in xs])
+        s.add(*[a == v for a, v in getattr(self, "_array_values", {}).values()])
         if s.check() != z3.sat:
             raise StepFailed("unknown", "(small domain)", "a confirmed model was not rebuilt")
         return s.model()

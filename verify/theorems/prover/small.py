@@ -41,8 +41,18 @@ class Unsupported(Exception):
     """The formula has a term the translation does not cover (an unknown function)."""
 
 
-def to_bv(formula: Any, xs: Sequence[Any], width: int = WIDTH) -> tuple[Any, dict[str, Any]]:
+def to_bv(
+    formula: Any,
+    xs: Sequence[Any],
+    width: int = WIDTH,
+    arrays: dict[str, tuple[Any, Any]] | None = None,
+) -> tuple[Any, dict[str, Any]]:
     """The bit-vector image of ``formula`` and the word of each Int symbol of ``xs``.
+
+    An array symbol from Int to Int or Bool (the slot theorems' page ids, counts, names)
+    becomes an array from words to words (or Bools), read and written by ``select`` and
+    ``store``; ``arrays``, when given, receives each one's (Int array, word array) by name,
+    so a model of the image can be read back as Int arrays (``int_array``).
 
     Walked and built through the C API (``nodes.py``), node by node as z3py's operators
     would build it (``a + b`` is ``bvadd``, ``a <= b`` is ``bvsle``, ``a % b`` is
@@ -85,7 +95,13 @@ def to_bv(formula: Any, xs: Sequence[Any], width: int = WIDTH) -> tuple[Any, dic
                 return words[k] if k in words else env[str(w.wrap(e))].as_ast()
             if s == z3.Z3_BOOL_SORT:
                 return e
+            if s == z3.Z3_ARRAY_SORT:
+                return array(w.wrap(e))
             raise Unsupported(str(w.wrap(e).sort()))
+        if kind in (z3.Z3_OP_SELECT, z3.Z3_OP_STORE):
+            a = [go(x) for x in args]
+            make = z3.Z3_mk_select if kind == z3.Z3_OP_SELECT else z3.Z3_mk_store
+            return keep(make(c, *a))
         a = [go(x) for x in args]
         if kind in NARY:
             out = a[0]
@@ -115,12 +131,45 @@ def to_bv(formula: Any, xs: Sequence[Any], width: int = WIDTH) -> tuple[Any, dic
             return keep(LISTS[kind](c, len(a), (z3.Ast * len(a))(*a)))
         raise Unsupported(w.wrap(e).decl().name())
 
+    def array(e: Any) -> Any:
+        dom, rng = e.sort().domain(), e.sort().range()
+        if dom != z3.IntSort(w.ctx) or rng not in (z3.IntSort(w.ctx), z3.BoolSort(w.ctx)):
+            raise Unsupported(str(e.sort()))
+        word = z3.BitVecSort(width, w.ctx)
+        bv = z3.Array(str(e), word, word if rng == z3.IntSort(w.ctx) else rng)
+        if arrays is not None:
+            arrays[str(e)] = (e, bv)
+        return bv.as_ast()
+
     try:
         image = z3.BoolRef(go(formula.as_ast()), w.ctx)
     finally:
         for a in made:
             z3.Z3_dec_ref(c, a)
     return image, env
+
+
+def int_array(value: Any, sort: Any) -> Any | None:
+    """A word array's value in a model (constant arrays and stores of numerals) as an Int
+    array term of ``sort``; None for any other form (the candidate is then not confirmed)."""
+    if z3.is_K(value):
+        inner = int_value(value.arg(0))
+        return None if inner is None else z3.K(sort.domain(), inner)
+    if z3.is_store(value):
+        base = int_array(value.arg(0), sort)
+        i, v = int_value(value.arg(1)), int_value(value.arg(2))
+        if base is None or i is None or v is None:
+            return None
+        return z3.Store(base, i, v)
+    return None
+
+
+def int_value(v: Any) -> Any | None:
+    if z3.is_bv_value(v):
+        return z3.IntVal(v.as_signed_long())
+    if z3.is_true(v) or z3.is_false(v):
+        return v
+    return None
 
 
 NARY: dict[int, Any] = {
