@@ -57,7 +57,9 @@ KINDS = [("full", 0), ("state", 0), ("sliding", 0), ("sliding", 1), ("sliding", 
 
 
 @pytest.mark.parametrize(("kind", "m"), KINDS)
-def test_charge_is_the_peak_of_the_worst_chunking_walked(impl: ModuleType, kind: str, m: int) -> None:
+def test_charge_is_the_peak_of_the_worst_chunking_walked(
+    impl: ModuleType, kind: str, m: int
+) -> None:
     """Every chunking of n <= 6 tokens in chunks of 1..C, walked on real tables: the charge
     bounds every one's peak and equals the worst one's."""
     for B, W in itertools.product((1, 2, 3), (1, 2, 3, 5)):
