@@ -11,6 +11,8 @@ the fewest blocks (page 0, the null block, included) with which each admits it.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from livetail import vllm as adapter
 from vllm.sampling_params import SamplingParams
@@ -50,6 +52,7 @@ LAYOUTS: dict[str, tuple[list[object], tuple[int, ...], int]] = {
         16,
     ),
     "full B=256 + live-tail sliding W=4, B=16 (A=256)": ([_full(256), _sliding(16, 4)], (1,), 16),
+    "the same, live tail off": ([_full(256), _sliding(16, 4)], (), 16),
 }
 
 
@@ -88,13 +91,10 @@ def main() -> None:
     for name, (specs, live, B) in LAYOUTS.items():
         for n in PROMPTS:
             hb = dict(scheduler_block_size=B, hash_block_size=B)
-
-            def vllm_make(cfg: KVCacheConfig) -> object:
-                return VllmKVCacheManager(cfg, **kw, **hb)  # type: ignore[arg-type]
-
-            def ours_make(cfg: KVCacheConfig) -> object:
-                return adapter.KVCacheManager(cfg, live_tail_groups=live, **kw, **hb)  # type: ignore[arg-type]
-
+            vllm_make = functools.partial(VllmKVCacheManager, **kw, **hb)
+            ours_make = functools.partial(
+                adapter.KVCacheManager, live_tail_groups=live, **kw, **hb
+            )
             try:
                 theirs: int | str = smallest(vllm_make, specs, n, B)
             except Exception as exc:  # vLLM refuses the layout: say so
