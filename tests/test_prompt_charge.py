@@ -202,3 +202,44 @@ def test_native_equals_spec_on_random_geometries() -> None:
             assert out[0] == out[1], (cls, args, e, n, C, d)
 
     check()
+
+
+def _claimed(impl: ModuleType) -> tuple[object, object, object]:
+    """A request whose 24-token prefix was claimed from an earlier request's named pages
+    (then freed, so no page is shared): groups sliding B=2 W=5 live tail, full B=8 (A=8)."""
+    pool = impl.BlockPool(512)
+    c = impl.Coordinator(
+        [
+            impl.GroupSpec("sliding", 2, sliding_window=5, live_tail_alloc=True),
+            impl.GroupSpec("full", 8),
+        ],
+        pool,
+    )
+    keys = impl.page_keys(list(range(24)), 2)
+    first = c.new_tables()
+    for f in range(0, 24, 8):
+        c.reclaim_expired(first, f)
+        assert c.acquire(first, 8)
+        c.cache_full_blocks(first, keys, f + 8)
+    c.free(first)
+    match = c.match_prefix(keys)
+    assert match.num_tokens == 24
+    tables = c.new_tables()
+    c.claim(tables, match)
+    return pool, c, tables
+
+
+def test_charge_on_a_claimed_table_is_the_worst_chunking_walked(impl: ModuleType) -> None:
+    for n, C, d in itertools.product(range(0, 7), (1, 2, 3, 5), (0, 1)):
+        worst = 0
+        for chunks in _compositions(n, C):
+            pool, c, tables = _claimed(impl)
+            free0, f = pool.num_free, 24  # type: ignore[attr-defined]
+            for size in [*chunks, d]:
+                if size:
+                    c.reclaim_expired(tables, f)  # type: ignore[attr-defined]
+                    assert c.acquire(tables, size)  # type: ignore[attr-defined]
+                    worst = max(worst, free0 - pool.num_free)  # type: ignore[attr-defined]
+                    f += size
+        _, c, tables = _claimed(impl)
+        assert c.blocks_needed_for_prompt(tables, n, C, d) == worst, (n, C, d)  # type: ignore[attr-defined]
