@@ -482,21 +482,6 @@ HOST_VARIANTS: dict[str, Variant] = {
 }
 
 
-def _largest_chunk(f: Num, C: Num, N: Num, B: Num, ar: Arith = geo.INT) -> Num:
-    # Wrong: the chunk from f peaks at its largest end; with live tail a shorter chunk can
-    # hold more (slid_out(F) grows with F and punches holes).
-    return ar.min(f + C, N)
-
-
-VARIANTS["prompt-charge-largest-chunk"] = Variant(
-    "prompt-charge-largest-chunk",
-    "blocks_needed_for_prompt charges each chunk at its largest end only",
-    geo,
-    "chunk_peak_end",
-    _largest_chunk,
-)
-
-
 def rule_variants(*entries: tuple[str, str, str, Callable[..., Any]]) -> dict[str, Variant]:
     """Variants that replace one rule of spec/slots.py each: (name, description, rule, wrong)."""
     return {n: Variant(n, d, spec_slots, attr, f) for n, d, attr, f in entries}
@@ -582,4 +567,22 @@ HOST_VARIANTS.update(
             _drops_device_on_load,
         ),
     )
+)
+
+
+# --- the whole-prompt charge (semantics 13.1) -------------------------------------------
+
+
+def _largest_chunk(f: Num, C: Num, N: Num, B: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the chunk from f peaks at its largest end; with live tail a shorter chunk can
+    # hold more (slid_out(F) grows with F and punches holes).
+    return ar.min(f + C, N)
+
+
+VARIANTS["prompt-charge-largest-chunk"] = Variant(
+    "prompt-charge-largest-chunk",
+    "blocks_needed_for_prompt charges each chunk at its largest end only",
+    geo,
+    "chunk_peak_end",
+    _largest_chunk,
 )
