@@ -345,13 +345,13 @@ def last_at_or_before(x: Num, r: Num, B: Num, ar: Arith = INT) -> Num:
     return x - ar.mod(ar.mod(x, B) + B - r, B)
 
 
-def _peak_held(f: Num, C: Num, N: Num, W: Num, B: Num, A: Num, ar: Arith) -> Num:
+def peak_held(f: Num, C: Num, N: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     """held_after_chunk(f, chunk_peak_end(f)): the most a chunk from frontier f holds."""
     return held_after_chunk(f, chunk_peak_end(f, C, N, B, ar), W, B, A, ar)
 
 
-def _residue_peak(
-    e: Num, b1: Num, r: Num, C: Num, N: Num, W: Num, B: Num, A: Num, ar: Arith
+def residue_peak(
+    e: Num, b1: Num, r: Num, C: Num, N: Num, W: Num, B: Num, A: Num, ar: Arith = INT
 ) -> Num:
     """The most a chunk of the full C tokens holds from a frontier f = r (mod B), e <= f <= b1.
 
@@ -368,11 +368,11 @@ def _residue_peak(
     def from_lo() -> Num:
         p = slid_out(chunk_peak_end(lo, C, N, B, ar), W, B, ar)
         fp = lo + ar.mod(m - ar.mod(p, m), m) * B
-        at_peak = ar.cond(fp <= b1, lambda: _peak_held(fp, C, N, W, B, A, ar), lambda: 0)
-        return ar.max(_peak_held(lo, C, N, W, B, A, ar), at_peak)
+        at_peak = ar.cond(fp <= b1, lambda: peak_held(fp, C, N, W, B, A, ar), lambda: 0)
+        return ar.max(peak_held(lo, C, N, W, B, A, ar), at_peak)
 
     at_lo = ar.cond(lo <= b1, from_lo, lambda: 0)
-    at_hi = ar.cond(hi >= e, lambda: _peak_held(hi, C, N, W, B, A, ar), lambda: 0)
+    at_hi = ar.cond(hi >= e, lambda: peak_held(hi, C, N, W, B, A, ar), lambda: 0)
     return ar.max(at_lo, at_hi)
 
 
@@ -398,17 +398,17 @@ def blocks_needed_prompt(
         def full_chunks() -> Num:
             r2 = ar.mod(B - ar.mod(c, B), B) + 1  # f = r2 (mod B): ceil((f + c)/B) steps up
             return ar.max(
-                _residue_peak(e, b1, 1, c, N, W, B, A, ar),
-                _residue_peak(e, b1, r2, c, N, W, B, A, ar),
+                residue_peak(e, b1, 1, c, N, W, B, A, ar),
+                residue_peak(e, b1, r2, c, N, W, B, A, ar),
             )
 
         a2p = first_at_or_after(a2, 1, B, ar)  # the first page start from a2 on
         z = ar.min(N - 1, W + B - 2)  # the last frontier with nothing slid out
         last = ar.max(
-            ar.max(_peak_held(e, c, N, W, B, A, ar), _peak_held(a2, c, N, W, B, A, ar)),
+            ar.max(peak_held(e, c, N, W, B, A, ar), peak_held(a2, c, N, W, B, A, ar)),
             ar.max(
-                ar.cond(a2p <= N - 1, lambda: _peak_held(a2p, c, N, W, B, A, ar), lambda: 0),
-                ar.cond(z >= a2, lambda: _peak_held(z, c, N, W, B, A, ar), lambda: 0),
+                ar.cond(a2p <= N - 1, lambda: peak_held(a2p, c, N, W, B, A, ar), lambda: 0),
+                ar.cond(z >= a2, lambda: peak_held(z, c, N, W, B, A, ar), lambda: 0),
             ),
         )
         return ar.max(last, ar.cond(b1 >= e, full_chunks, lambda: 0))

@@ -161,13 +161,13 @@ LIVETAIL_INLINE int64_t last_at_or_before(int64_t x, int64_t r, int64_t B) {
 }
 
 // held_after_chunk(f, chunk_peak_end(f)): the most a chunk from frontier f holds.
-LIVETAIL_INLINE int64_t peak_held_(int64_t f, int64_t C, int64_t N, int64_t W, int64_t B,
+LIVETAIL_INLINE int64_t peak_held(int64_t f, int64_t C, int64_t N, int64_t W, int64_t B,
                                    int64_t A) {
   return held_after_chunk(f, chunk_peak_end(f, C, N, B), W, B, A);
 }
 
 // The most a chunk of the full C tokens holds from a frontier f = r (mod B), e <= f <= b1.
-LIVETAIL_INLINE int64_t residue_peak_(int64_t e, int64_t b1, int64_t r, int64_t C, int64_t N,
+LIVETAIL_INLINE int64_t residue_peak(int64_t e, int64_t b1, int64_t r, int64_t C, int64_t N,
                                       int64_t W, int64_t B, int64_t A) {
   const int64_t lo = first_at_or_after(max(e, W - 1), r, B);
   const int64_t hi = last_at_or_before(b1, r, B);
@@ -176,10 +176,10 @@ LIVETAIL_INLINE int64_t residue_peak_(int64_t e, int64_t b1, int64_t r, int64_t 
   if (lo <= b1) {  // from_lo()
     const int64_t p = slid_out(chunk_peak_end(lo, C, N, B), W, B);
     const int64_t fp = lo + mod(m - mod(p, m), m) * B;
-    const int64_t at_peak = fp <= b1 ? peak_held_(fp, C, N, W, B, A) : 0;
-    at_lo = max(peak_held_(lo, C, N, W, B, A), at_peak);
+    const int64_t at_peak = fp <= b1 ? peak_held(fp, C, N, W, B, A) : 0;
+    at_lo = max(peak_held(lo, C, N, W, B, A), at_peak);
   }
-  const int64_t at_hi = hi >= e ? peak_held_(hi, C, N, W, B, A) : 0;
+  const int64_t at_hi = hi >= e ? peak_held(hi, C, N, W, B, A) : 0;
   return max(at_lo, at_hi);
 }
 
@@ -196,13 +196,13 @@ LIVETAIL_INLINE int64_t blocks_needed_prompt(int64_t slots, int64_t tail, int64_
     const int64_t a2p = first_at_or_after(a2, 1, B);
     const int64_t z = min(N - 1, W + B - 2);
     const int64_t last =
-        max(max(peak_held_(e, c, N, W, B, A), peak_held_(a2, c, N, W, B, A)),
-            max(a2p <= N - 1 ? peak_held_(a2p, c, N, W, B, A) : 0,
-                z >= a2 ? peak_held_(z, c, N, W, B, A) : 0));
+        max(max(peak_held(e, c, N, W, B, A), peak_held(a2, c, N, W, B, A)),
+            max(a2p <= N - 1 ? peak_held(a2p, c, N, W, B, A) : 0,
+                z >= a2 ? peak_held(z, c, N, W, B, A) : 0));
     int64_t full = 0;
     if (b1 >= e) {  // full_chunks()
       const int64_t r2 = mod(B - mod(c, B), B) + 1;
-      full = max(residue_peak_(e, b1, 1, c, N, W, B, A), residue_peak_(e, b1, r2, c, N, W, B, A));
+      full = max(residue_peak(e, b1, 1, c, N, W, B, A), residue_peak(e, b1, r2, c, N, W, B, A));
     }
     during = max(last, full);
   }
