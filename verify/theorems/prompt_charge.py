@@ -6,7 +6,7 @@ reach (any frontier is reachable with chunks of 1 .. C tokens, and after the rec
 table holds the same pages whatever chunks led there) and the decode acquire after it.
 An unbounded Z3 proof over the closed form does not go through: the charge is a maximum of
 eleven candidates, and even with B, W and m fixed (counts unbounded) the query for a
-live-tail group is left unknown after 120 s (docs/theorems.md).
+live-tail group is left unknown after 120 s (docs/decisions.md).
 """
 
 from __future__ import annotations
