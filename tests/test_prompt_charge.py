@@ -24,7 +24,7 @@ def _manager(impl: ModuleType, kind: str, B: int, W: int, A: int) -> object:
     return impl.SlidingWindowManager(B, W, A)
 
 
-def _start(impl: ModuleType, mgr: object, e: int, pages: int = 4096) -> tuple[object, object]:
+def _start(impl: ModuleType, mgr: object, e: int, pages: int = 128) -> tuple[object, object]:
     """A pool and a table of extent e, reclaimed at e (what the charge counts from)."""
     pool, table = impl.BlockPool(pages), impl.BlockTable()
     assert mgr.acquire(pool, table, e)  # type: ignore[attr-defined]
