@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 from . import batch as _batch
@@ -230,6 +231,29 @@ class Coordinator:
         ts = self._check_tables(tables)
         return sum(
             m.blocks_needed_for_sequential(t, first_tokens, extra_tokens)
+            for m, t in zip(self._managers, ts)
+        )
+
+    def blocks_needed_for_prompt(
+        self,
+        tables: Sequence[BlockTable],
+        num_tokens: int,
+        max_chunk_tokens: int,
+        decode_tokens: int,
+    ) -> int:
+        """The whole-prompt charge (semantics 13.1): the sum over groups, O(1) per group.
+
+        Bounds the pages the request takes from the pool at any moment while it computes
+        num_tokens in chunks of at most max_chunk_tokens, reclaiming before each chunk, then
+        acquires decode_tokens; equals that peak for some chunking (tables reclaimed at
+        their extent, no page shared).
+        """
+        count("num_tokens", num_tokens)  # the counts first, then the tables (as native)
+        bounded("max_chunk_tokens", max_chunk_tokens, 1, sys.maxsize)
+        count("decode_tokens", decode_tokens)
+        ts = self._check_tables(tables)
+        return sum(
+            m.blocks_needed_for_prompt(t, num_tokens, max_chunk_tokens, decode_tokens)
             for m, t in zip(self._managers, ts)
         )
 

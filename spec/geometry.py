@@ -298,3 +298,122 @@ def resume_run_end(p0: Num, m: Num, h: Num, ar: Arith = INT) -> Num:
 def next_period(p0: Num, m: Num) -> Num:
     """First slot of the period after p0's."""
     return p0 + m
+
+
+# --- the whole-prompt charge (semantics 13.1) ------------------------------------------
+# A request computes n tokens from its extent e (taken as the computed frontier) in chunks
+# of at most C tokens, reclaiming at the computed frontier before every chunk, then acquires
+# `decode` tokens (reclaimed at N = e + n first).  A chunk from f to F holds, after its
+# acquire, exactly held_after_chunk(f, F) pages (the slots [slid_out(f), ceil(f/B)) the
+# reclaim left, all real, plus the new slots real at F).  The charge is the greatest of these
+# over every (f, F) a chunking can reach: e <= f < F <= min(f + C, N) (every frontier is
+# reachable).  It is found without a loop from a fixed set of candidate frontiers f, each
+# paired with its best end chunk_peak_end(f); docs/decisions.md gives the argument for the
+# set, tests/test_prompt_charge.py checks it against every (f, F) and every chunking.
+
+
+@_memo_on_ints
+def held_after_chunk(f: Num, F: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
+    """Pages a reclaiming group's table holds after reclaim_expired(f) then acquire(F - f).
+
+    The table's extent is f (F >= f); its slots [slid_out(f), ceil(f/B)) are real after the
+    reclaim, the acquire appends [ceil(f/B), ceil(F/B)), real where live at F.
+    """
+    v = ceil_div(f, B, ar)
+    q = ceil_div(F, B, ar)
+    kept = v - slid_out(f, W, B, ar)
+    return kept + ar.cond(A > 0, lambda: live_count(v, q - v, F, W, B, A, ar), lambda: q - v)
+
+
+def chunk_peak_end(f: Num, C: Num, N: Num, B: Num, ar: Arith = INT) -> Num:
+    """The chunk end F in (f, min(f + C, N)] with the most pages held after the chunk from f.
+
+    The first frontier of the last page the chunk can reach: held grows (weakly) by a page's
+    step in F, and within one page of F it only loses pages as slid_out(F) grows.
+    """
+    last = ceil_div(ar.min(f + C, N), B, ar)
+    return ar.max(f + 1, (last - 1) * B + 1)
+
+
+def first_at_or_after(x: Num, r: Num, B: Num, ar: Arith = INT) -> Num:
+    """The least y >= x with y = r (mod B), for x >= 0 and r in [1, B]."""
+    return x + ar.mod(r + B - ar.mod(x, B), B)
+
+
+def last_at_or_before(x: Num, r: Num, B: Num, ar: Arith = INT) -> Num:
+    """The greatest y <= x with y = r (mod B), for x >= 0 and r in [1, B]."""
+    return x - ar.mod(ar.mod(x, B) + B - r, B)
+
+
+def peak_held(f: Num, C: Num, N: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
+    """held_after_chunk(f, chunk_peak_end(f)): the most a chunk from frontier f holds."""
+    return held_after_chunk(f, chunk_peak_end(f, C, N, B, ar), W, B, A, ar)
+
+
+def residue_peak(
+    e: Num, b1: Num, r: Num, C: Num, N: Num, W: Num, B: Num, A: Num, ar: Arith = INT
+) -> Num:
+    """The most a chunk of the full C tokens holds from a frontier f = r (mod B), e <= f <= b1.
+
+    From f >= W - 1 on, every such f holds the same pages but for the holes between
+    ceil(f/B) and slid_out(F), a window of a fixed number of slots whose resume pages repeat
+    every m slots: the first and last f, and the first f whose window ends on an alignment
+    boundary (the most resume pages, fewest holes), are enough. Below W - 1 a page more of f
+    never holds less, so the last f covers those.
+    """
+    lo = first_at_or_after(ar.max(e, W - 1), r, B, ar)
+    hi = last_at_or_before(b1, r, B, ar)
+    m = period(A, B, ar)
+
+    def from_lo() -> Num:
+        p = slid_out(chunk_peak_end(lo, C, N, B, ar), W, B, ar)
+        fp = lo + ar.mod(m - ar.mod(p, m), m) * B
+        at_peak = ar.cond(fp <= b1, lambda: peak_held(fp, C, N, W, B, A, ar), lambda: 0)
+        return ar.max(peak_held(lo, C, N, W, B, A, ar), at_peak)
+
+    at_lo = ar.cond(lo <= b1, from_lo, lambda: 0)
+    at_hi = ar.cond(hi >= e, lambda: peak_held(hi, C, N, W, B, A, ar), lambda: 0)
+    return ar.max(at_lo, at_hi)
+
+
+@_memo_on_ints
+def blocks_needed_prompt(
+    slots: Num, tail: Num, n: Num, C: Num, decode: Num, W: Num, B: Num, A: Num, ar: Arith = INT
+) -> Num:
+    """The whole-prompt charge of a reclaiming (sliding or state) group, in O(1).
+
+    The most pages the table holds at once, beyond the slots [slid_out(e), ceil(e/B)) it
+    holds once reclaimed at its extent e, while it computes n tokens in chunks of at most C
+    (reclaiming at the frontier before each) and then acquires `decode` tokens. Exact: some
+    chunking reaches it.
+    """
+    e = extent(slots, tail, B)
+    N = e + n
+    c = ar.min(C, n)  # no chunk is longer than n
+
+    def chunks() -> Num:
+        b1 = N - c  # frontiers from which a chunk of the full c tokens ends by N
+        a2 = ar.max(e, b1)  # frontiers from which every chunk ends at N at the latest
+
+        def full_chunks() -> Num:
+            r2 = ar.mod(B - ar.mod(c, B), B) + 1  # f = r2 (mod B): ceil((f + c)/B) steps up
+            return ar.max(
+                residue_peak(e, b1, 1, c, N, W, B, A, ar),
+                residue_peak(e, b1, r2, c, N, W, B, A, ar),
+            )
+
+        a2p = first_at_or_after(a2, 1, B, ar)  # the first page start from a2 on
+        z = ar.min(N - 1, W + B - 2)  # the last frontier with nothing slid out
+        last = ar.max(
+            ar.max(peak_held(e, c, N, W, B, A, ar), peak_held(a2, c, N, W, B, A, ar)),
+            ar.max(
+                ar.cond(a2p <= N - 1, lambda: peak_held(a2p, c, N, W, B, A, ar), lambda: 0),
+                ar.cond(z >= a2, lambda: peak_held(z, c, N, W, B, A, ar), lambda: 0),
+            ),
+        )
+        return ar.max(last, ar.cond(b1 >= e, full_chunks, lambda: 0))
+
+    during = ar.cond(n > 0, chunks, lambda: 0)
+    after = ar.cond(decode > 0, lambda: held_after_chunk(N, N + decode, W, B, A, ar), lambda: 0)
+    held_now = slots - slid_out(e, W, B, ar)
+    return ar.max(0, ar.max(during, after) - held_now)

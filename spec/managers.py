@@ -7,6 +7,8 @@ closed forms (``geometry.blocks_needed``); the differential test holds the two t
 
 from __future__ import annotations
 
+import sys
+
 from . import geometry as geo
 from . import runs, slots
 from ._args import bounded, count, instance
@@ -185,6 +187,33 @@ class _Manager:
             geo.blocks_needed_sequential(
                 len(t.slots), t.tail_available, first, extra, self._window(), self._B, self._A
             )
+        )
+
+    def blocks_needed_for_prompt(
+        self, table: BlockTable, num_tokens: int, max_chunk_tokens: int, decode_tokens: int
+    ) -> int:
+        """The whole-prompt charge (semantics 13.1): O(1), read-only.
+
+        The most pages, beyond those the table holds once reclaimed at its extent, that it
+        holds at once while it computes num_tokens more tokens in chunks of at most
+        max_chunk_tokens (reclaiming at the computed frontier before each chunk), then
+        acquires decode_tokens (reclaiming at the frontier first). Bounds every chunking's
+        peak and equals some chunking's. A full group reclaims nothing: the pages of the
+        whole num_tokens + decode_tokens.
+        """
+        t = self._check_table(table)
+        n = count("num_tokens", num_tokens)
+        C = bounded("max_chunk_tokens", max_chunk_tokens, 1, sys.maxsize)
+        d = count("decode_tokens", decode_tokens)
+        self._check_fits(t, "num_tokens + decode_tokens", n + d)
+        return self._prompt(t, n, C, d)
+
+    def _prompt(self, t: BlockTable, n: int, C: int, d: int) -> int:
+        s, tail = len(t.slots), t.tail_available
+        if self.kind == "full":
+            return int(geo.blocks_needed(s, tail, n + d, self._window(), self._B, 0))
+        return int(
+            geo.blocks_needed_prompt(s, tail, n, C, d, self._window(), self._B, self._A)
         )
 
     # -- reclaim and free ----------------------------------------------------------------

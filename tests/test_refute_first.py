@@ -17,6 +17,8 @@ from livetail.verify.variants import VARIANTS
 MODEL_LOOPS = {
     "reclaim-stops-at-hole": "patches the model's reclaim_expired slot loop (_Manager._reclaim)",
     "acquire-before-check": "patches the model's page-taking loop (_Manager._acquire)",
+    # No Z3 theorem evaluates the whole-prompt charge (docs/decisions.md says why).
+    "prompt-charge-largest-chunk": "patches the whole-prompt charge's chunk_peak_end",
 }
 """Variants of model code no Z3 theorem executes: the bounded theorems refute them."""
 

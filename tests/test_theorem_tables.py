@@ -107,7 +107,7 @@ def test_every_property_has_a_theorem_or_says_what_checks_it() -> None:
 MODULES = {
     1: {"all_or_nothing"},
     2: {"closed_forms"},
-    3: {"sequential_charge"},
+    3: {"sequential_charge", "prompt_charge"},
     4: {"live_tail_safety"},
     5: {"reclaim"},
     6: {"conservation"},

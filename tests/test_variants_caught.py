@@ -63,6 +63,7 @@ BY_THEOREMS = {
     "reclaim-cell-spares-floor",
     "names-skip-last-page",  # the spec-alone oracle compares names, does not predict them
     "names-unreachable-slots",  # the same: dense names differ from native's sparse ones only
+    "prompt-charge-largest-chunk",  # the machine does not query the whole-prompt charge
 }
 
 

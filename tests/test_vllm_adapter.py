@@ -19,6 +19,7 @@ from livetail import vllm as adapter  # noqa: E402
 from vllm.distributed.kv_events import AllBlocksCleared, BlockStored  # noqa: E402
 from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.utils.hashing import sha256  # noqa: E402
+from vllm.v1.core.kv_cache_manager import KVCacheManager as VllmKVCacheManager  # noqa: E402
 from vllm.v1.core.kv_cache_utils import (  # noqa: E402
     get_request_block_hasher,
     init_none_hash,
@@ -325,3 +326,54 @@ def test_the_retention_interval_is_the_coordinators_alignment(interval, alignmen
 def test_a_retention_interval_off_the_lcm_is_refused_by_name():
     with pytest.raises(NotImplementedError, match="prefix_cache_retention_interval 6"):
         _with_retention(6)
+def _gpt_oss(num_blocks: int) -> KVCacheConfig:
+    swa = SlidingWindowSpec(
+        block_size=16, num_kv_heads=1, head_size=1, dtype=torch.float32, sliding_window=128
+    )
+    return config(full(16), swa, num_blocks=num_blocks)
+
+
+def _prompt(rid: str, n: int) -> Request:
+    return Request(
+        request_id=rid,
+        prompt_token_ids=list(range(n)),
+        sampling_params=SamplingParams(max_tokens=4),
+        pooling_params=None,
+        block_hasher=get_request_block_hasher(16, sha256),
+    )
+
+
+def _admits(m: object, n: int) -> bool:
+    r = _prompt("a", n)
+    return m.allocate_slots(r, min(n, 512), full_sequence_must_fit=True) is not None  # type: ignore[attr-defined]
+
+
+def test_full_sequence_must_fit_charges_the_peak_of_chunked_prefill_as_vllm_does():
+    """gpt-oss's layout (full + sliding W=128, B=16), a 3000-token prompt, 512-token steps,
+    300 pages: the whole sequence's pages in every group would be 188 + 188 and never fit;
+    the chunked peak is 188 + 41 (vLLM's cap for the sliding group), and it is admitted."""
+    kw = dict(max_model_len=4096, scheduler_block_size=16, hash_block_size=16)
+    ours = adapter.KVCacheManager(_gpt_oss(300), max_in_flight_tokens=512, **kw)
+    tables = ours.livetail_coordinator.new_tables()
+    assert ours._charge(tables, None, 3000, whole_prompt=True) == 188 + 41
+    assert _admits(ours, 3000)
+    theirs = VllmKVCacheManager(_gpt_oss(300), max_in_flight_tokens=512, **kw)
+    assert _admits(theirs, 3000)
+    # The smallest pool each admits the prompt in: livetail never charges more than vLLM.
+    for n in (100, 700, 3000):
+        ours_low = _smallest(adapter.KVCacheManager, n, kw)
+        vllm_low = _smallest(VllmKVCacheManager, n, kw)
+        assert ours_low <= vllm_low, (n, ours_low, vllm_low)
+    assert _smallest(adapter.KVCacheManager, 3000, kw) == 1 + 188 + 41  # page 0 is null
+
+
+def _smallest(cls: type, n: int, kw: dict[str, int]) -> int:
+    """The fewest num_blocks with which a manager of class cls admits an n-token prompt."""
+    lo, hi = 1, 2048
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _admits(cls(_gpt_oss(mid), max_in_flight_tokens=512, **kw), n):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

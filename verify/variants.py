@@ -591,3 +591,21 @@ HOST_VARIANTS.update(
         ),
     )
 )
+
+
+# --- the whole-prompt charge (semantics 13.1) -------------------------------------------
+
+
+def _largest_chunk(f: Num, C: Num, N: Num, B: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: the chunk from f peaks at its largest end; with live tail a shorter chunk can
+    # hold more (slid_out(F) grows with F and punches holes).
+    return ar.min(f + C, N)
+
+
+VARIANTS["prompt-charge-largest-chunk"] = Variant(
+    "prompt-charge-largest-chunk",
+    "blocks_needed_for_prompt charges each chunk at its largest end only",
+    geo,
+    "chunk_peak_end",
+    _largest_chunk,
+)

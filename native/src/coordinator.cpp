@@ -140,6 +140,20 @@ int64_t Coordinator::blocks_needed_for_sequential(std::span<BlockTable* const> t
   return need;
 }
 
+int64_t Coordinator::blocks_needed_for_prompt(std::span<BlockTable* const> tables,
+                                              int64_t num_tokens, int64_t max_chunk_tokens,
+                                              int64_t decode_tokens) const {
+  Manager::check_count(num_tokens, "num_tokens");
+  Manager::check_chunk(max_chunk_tokens);
+  Manager::check_count(decode_tokens, "decode_tokens");
+  check_tables(tables);
+  int64_t need = 0;
+  for (size_t i = 0; i < managers_.size(); ++i)  // each call checks before it sums
+    need += managers_[i].blocks_needed_for_prompt(*tables[i], num_tokens, max_chunk_tokens,
+                                                  decode_tokens);
+  return need;
+}
+
 int64_t Coordinator::reclaim_expired(std::span<BlockTable* const> tables,
                                      int64_t num_computed_tokens) {
   const int64_t extent = check_tables(tables);  // the request's: one frontier test

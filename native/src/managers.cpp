@@ -93,6 +93,10 @@ void Manager::fail_count(int64_t value, const char* name) {
   fail(name, "must be >= 0, got " + std::to_string(value));
 }
 
+void Manager::fail_chunk(int64_t value) {
+  fail("max_chunk_tokens", "must be >= 1, got " + std::to_string(value));
+}
+
 void Manager::fail_other_pool() { fail("table", "is bound to another pool (free it there first)"); }
 
 void Manager::fail_block_size(int64_t table_block_size) const {

@@ -124,5 +124,44 @@ TEST(Geometry, LiveCountAndBlocksNeededMatchTheSlotBySlotDefinition) {
       }
 }
 
+// The whole-prompt charge (semantics 13.1): the greatest held_after_chunk over every chunk
+// (f, F) a chunking reaches and the decode, minus what the table holds at e.
+int64_t prompt_by_enumeration(int64_t e, int64_t n, int64_t C, int64_t d, int64_t W, int64_t B,
+                              int64_t A) {
+  const int64_t N = e + n;
+  int64_t best = 0;
+  for (int64_t f = e; f < N; ++f)
+    for (int64_t F = f + 1; F <= min(f + C, N); ++F)
+      best = max(best, held_after_chunk(f, F, W, B, A));
+  if (d > 0) best = max(best, held_after_chunk(N, N + d, W, B, A));
+  return max(0, best - (ceil_div(e, B) - slid_out(e, W, B)));
+}
+
+TEST(Geometry, PromptChargeIsTheWorstReachableChunk) {
+  for (int64_t B = 1; B <= 5; ++B)
+    for (int64_t W = 1; W <= 13; W += 2)
+      for (int64_t m = 0; m <= 3; ++m)
+        for (int64_t e : {int64_t{0}, int64_t{1}, B + 2})
+          for (int64_t n = 0; n <= 24; n += 2)
+            for (int64_t C = 1; C <= 9; C += 2)
+              for (int64_t d = 0; d <= 2; ++d) {
+                const int64_t slots = ceil_div(e, B), tail = slots * B - e;
+                ASSERT_EQ(blocks_needed_prompt(slots, tail, n, C, d, W, B, m * B),
+                          prompt_by_enumeration(e, n, C, d, W, B, m * B))
+                    << "B=" << B << " W=" << W << " m=" << m << " e=" << e << " n=" << n
+                    << " C=" << C << " d=" << d;
+              }
+}
+
+TEST(Geometry, PromptChargeReferenceFigures) {
+  // gpt-oss's sliding group (W=128, B=16), 3000 tokens in 512-token chunks: vLLM's cap.
+  EXPECT_EQ(blocks_needed_prompt(0, 0, 3000, 512, 0, 128, 16, 0), 41);
+  // A prompt of one chunk: its own pages.
+  EXPECT_EQ(blocks_needed_prompt(0, 0, 100, 512, 0, 128, 16, 0), 7);
+  // B=8, W=12, A=256, 8192-token chunks: 3 + 64 + 3 with live tail, 1027 without.
+  EXPECT_EQ(blocks_needed_prompt(0, 0, 100000, 8192, 1, 12, 8, 256), 70);
+  EXPECT_EQ(blocks_needed_prompt(0, 0, 100000, 8192, 1, 12, 8, 0), 1027);
+}
+
 }  // namespace
 }  // namespace livetail::geometry

@@ -57,6 +57,7 @@ from .prefix import (
     match_greatest_boundary,
     match_is_read_only,
 )
+from .prompt_charge import prompt_charge_bounds_every_chunk
 from .prover.prover import Prover
 from .prover.theorem import THEOREMS, Theorem
 from .reclaim import (
@@ -116,6 +117,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (plan_ends, "7.11 per entry (completed plans name their pages, every plan drops its pins)"),
     (acquire_all_or_nothing_bounded, "7.1 (bounded)"),
     (sequential_with_reclaims, "7.3 (bounded)"),
+    (prompt_charge_bounds_every_chunk, "7.3 (the whole-prompt charge of section 13.1, bounded)"),
     (reclaim_bounded, "7.5 and 7.6 per page (bounded)"),
     (coordinator_acquire, "7.1 (bounded)"),
     (native_arithmetic_int64, "7.7"),

@@ -86,6 +86,9 @@ class Coordinator {
   int64_t blocks_needed_for(std::span<BlockTable* const> tables, int64_t num_tokens) const;
   int64_t blocks_needed_for_sequential(std::span<BlockTable* const> tables, int64_t first_tokens,
                                        int64_t extra_tokens) const;
+  // Sum over groups of Manager::blocks_needed_for_prompt (semantics 13.1), read-only.
+  int64_t blocks_needed_for_prompt(std::span<BlockTable* const> tables, int64_t num_tokens,
+                                   int64_t max_chunk_tokens, int64_t decode_tokens) const;
   int64_t reclaim_expired(std::span<BlockTable* const> tables, int64_t num_computed_tokens);
   int64_t free(std::span<BlockTable* const> tables);
 

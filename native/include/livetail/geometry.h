@@ -132,6 +132,86 @@ LIVETAIL_INLINE int64_t reclaim_bound(int64_t f, int64_t slots, int64_t W, int64
 }
 
 
+// --- the whole-prompt charge (semantics 13.1) ------------------------------------------
+// Mirrors of spec/geometry.py's section of the same name; the argument for the candidate
+// frontiers is there and in docs/decisions.md.
+
+// Pages a reclaiming group's table holds after reclaim_expired(f) then acquire(F - f).
+LIVETAIL_INLINE int64_t held_after_chunk(int64_t f, int64_t F, int64_t W, int64_t B, int64_t A) {
+  const int64_t v = ceil_div(f, B);
+  const int64_t q = ceil_div(F, B);
+  const int64_t kept = v - slid_out(f, W, B);
+  return kept + (A > 0 ? live_count(v, q - v, F, W, B, A) : q - v);
+}
+
+// The chunk end F in (f, min(f + C, N)] with the most pages held after the chunk from f.
+LIVETAIL_INLINE int64_t chunk_peak_end(int64_t f, int64_t C, int64_t N, int64_t B) {
+  const int64_t last = ceil_div(min(f + C, N), B);
+  return max(f + 1, (last - 1) * B + 1);
+}
+
+// The least y >= x with y = r (mod B), for x >= 0 and r in [1, B].
+LIVETAIL_INLINE int64_t first_at_or_after(int64_t x, int64_t r, int64_t B) {
+  return x + mod(r + B - mod(x, B), B);
+}
+
+// The greatest y <= x with y = r (mod B), for x >= 0 and r in [1, B].
+LIVETAIL_INLINE int64_t last_at_or_before(int64_t x, int64_t r, int64_t B) {
+  return x - mod(mod(x, B) + B - r, B);
+}
+
+// held_after_chunk(f, chunk_peak_end(f)): the most a chunk from frontier f holds.
+LIVETAIL_INLINE int64_t peak_held(int64_t f, int64_t C, int64_t N, int64_t W, int64_t B,
+                                   int64_t A) {
+  return held_after_chunk(f, chunk_peak_end(f, C, N, B), W, B, A);
+}
+
+// The most a chunk of the full C tokens holds from a frontier f = r (mod B), e <= f <= b1.
+LIVETAIL_INLINE int64_t residue_peak(int64_t e, int64_t b1, int64_t r, int64_t C, int64_t N,
+                                      int64_t W, int64_t B, int64_t A) {
+  const int64_t lo = first_at_or_after(max(e, W - 1), r, B);
+  const int64_t hi = last_at_or_before(b1, r, B);
+  const int64_t m = period(A, B);
+  int64_t at_lo = 0;
+  if (lo <= b1) {  // from_lo()
+    const int64_t p = slid_out(chunk_peak_end(lo, C, N, B), W, B);
+    const int64_t fp = lo + mod(m - mod(p, m), m) * B;
+    const int64_t at_peak = fp <= b1 ? peak_held(fp, C, N, W, B, A) : 0;
+    at_lo = max(peak_held(lo, C, N, W, B, A), at_peak);
+  }
+  const int64_t at_hi = hi >= e ? peak_held(hi, C, N, W, B, A) : 0;
+  return max(at_lo, at_hi);
+}
+
+// The whole-prompt charge of a reclaiming (sliding or state) group, in O(1).
+LIVETAIL_INLINE int64_t blocks_needed_prompt(int64_t slots, int64_t tail, int64_t n, int64_t C,
+                                             int64_t decode, int64_t W, int64_t B, int64_t A) {
+  const int64_t e = extent(slots, tail, B);
+  const int64_t N = e + n;
+  const int64_t c = min(C, n);
+  int64_t during = 0;
+  if (n > 0) {  // chunks()
+    const int64_t b1 = N - c;
+    const int64_t a2 = max(e, b1);
+    const int64_t a2p = first_at_or_after(a2, 1, B);
+    const int64_t z = min(N - 1, W + B - 2);
+    const int64_t last =
+        max(max(peak_held(e, c, N, W, B, A), peak_held(a2, c, N, W, B, A)),
+            max(a2p <= N - 1 ? peak_held(a2p, c, N, W, B, A) : 0,
+                z >= a2 ? peak_held(z, c, N, W, B, A) : 0));
+    int64_t full = 0;
+    if (b1 >= e) {  // full_chunks()
+      const int64_t r2 = mod(B - mod(c, B), B) + 1;
+      full = max(residue_peak(e, b1, 1, c, N, W, B, A), residue_peak(e, b1, r2, c, N, W, B, A));
+    }
+    during = max(last, full);
+  }
+  const int64_t after = decode > 0 ? held_after_chunk(N, N + decode, W, B, A) : 0;
+  const int64_t held_now = slots - slid_out(e, W, B);
+  return max(0, max(during, after) - held_now);
+}
+
+
 // --- native hot paths ---------------------------------------------------------------
 // Named steps of acquire's placement loop (managers.cpp), so the range proofs cover them.
 

@@ -35,6 +35,11 @@ class Manager {
   inline int64_t blocks_needed_for(const BlockTable& table, int64_t num_tokens) const;
   inline int64_t blocks_needed_for_sequential(const BlockTable& table, int64_t first_tokens,
                                               int64_t extra_tokens) const;
+  // The whole-prompt charge (semantics 13.1): the most pages, beyond those the table holds
+  // once reclaimed at its extent, it holds at once while it computes num_tokens in chunks of
+  // at most max_chunk_tokens (>= 1), reclaiming before each, then acquires decode_tokens.
+  inline int64_t blocks_needed_for_prompt(const BlockTable& table, int64_t num_tokens,
+                                          int64_t max_chunk_tokens, int64_t decode_tokens) const;
   inline int64_t reclaim_expired(BlockPool& pool, BlockTable& table,
                                  int64_t num_computed_tokens) const;
   int64_t blocks_reclaimable_at(const BlockTable& table, int64_t num_computed_tokens,
@@ -78,6 +83,10 @@ class Manager {
     if (value < 0) [[unlikely]]
       fail_count(value, name);
   }
+  static void check_chunk(int64_t value) {
+    if (value < 1) [[unlikely]]
+      fail_chunk(value);
+  }
 
   // Trusting versions: the arguments passed the checks above.
   [[gnu::always_inline]] int64_t needed_unchecked(const BlockTable& t, int64_t n) const noexcept {
@@ -114,6 +123,7 @@ class Manager {
 
  private:
   [[noreturn, gnu::cold]] static void fail_count(int64_t value, const char* name);
+  [[noreturn, gnu::cold]] static void fail_chunk(int64_t value);
   [[noreturn, gnu::cold]] static void fail_other_pool();
   [[noreturn, gnu::cold]] void fail_block_size(int64_t table_block_size) const;
   [[noreturn, gnu::cold]] static void fail_fits(int64_t n, const char* name);
@@ -182,6 +192,24 @@ inline int64_t Manager::blocks_needed_for_sequential(const BlockTable& t, int64_
   check_fits(geometry::slots_after(slots, tail, B_, first_tokens),
              geometry::tail_after(tail, B_, first_tokens), extra_tokens, "extra_tokens");
   return geometry::blocks_needed_sequential(slots, tail, first_tokens, extra_tokens, W_, B_, A_);
+}
+
+inline int64_t Manager::blocks_needed_for_prompt(const BlockTable& t, int64_t num_tokens,
+                                                 int64_t max_chunk_tokens,
+                                                 int64_t decode_tokens) const {
+  check_count(num_tokens, "num_tokens");
+  check_chunk(max_chunk_tokens);
+  check_count(decode_tokens, "decode_tokens");
+  check_table(nullptr, t);
+  const int64_t slots = t.size(), tail = t.tail_;
+  // Both counts are int32-limited by now, so their sum cannot overflow.
+  check_fits(slots, tail, num_tokens, "num_tokens");
+  check_fits(slots, tail, decode_tokens, "decode_tokens");
+  check_fits(slots, tail, num_tokens + decode_tokens, "num_tokens + decode_tokens");
+  if (kind_ == GroupKind::full)
+    return geometry::blocks_needed(slots, tail, num_tokens + decode_tokens, W_, B_, 0);
+  return geometry::blocks_needed_prompt(slots, tail, num_tokens, max_chunk_tokens, decode_tokens,
+                                        W_, B_, A_);
 }
 
 inline int64_t Manager::reclaim_expired(BlockPool& pool, BlockTable& t,

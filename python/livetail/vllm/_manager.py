@@ -247,16 +247,32 @@ class KVCacheManager(_EventsAndStats, _View):
         tables: Sequence[livetail.BlockTable],
         match: livetail.PrefixMatch | None,
         num_tokens: int,
+        whole_prompt: bool = False,
     ) -> int:
-        """Free pages the request needs to cover num_tokens, claiming ``match`` first."""
+        """Free pages the request needs to cover num_tokens, claiming ``match`` first.
+
+        ``whole_prompt``: the peak of computing them in chunks of at most
+        max_in_flight_tokens, reclaiming before each (semantics 13.1), as vLLM's admission
+        check charges a sliding group at most ceil((W - 1 + max_in_flight_tokens) / B) + 1;
+        otherwise the pages one acquire of all of them takes.
+        """
         c = self.livetail_coordinator
+        chunk = max(1, self.max_in_flight_tokens)
         if match is not None:
             rest = max(0, num_tokens - match.num_tokens)
             # Exact on fresh tables: a match ends on a multiple of the lcm (semantics 6, 8).
-            return int(c.blocks_consumed_by_claim(match)) + int(
-                c.blocks_needed_for(self._fresh, rest)
+            # The whole-prompt charge counts the claimed pages as held to the end, so it is
+            # exact up to the claimed pages reclaimed before the peak (docs/decisions.md).
+            rest_charge = (
+                c.blocks_needed_for_prompt(self._fresh, rest, chunk, 0)
+                if whole_prompt
+                else c.blocks_needed_for(self._fresh, rest)
             )
-        return int(c.blocks_needed_for(tables, max(0, num_tokens - self._extent(tables))))
+            return int(c.blocks_consumed_by_claim(match)) + int(rest_charge)
+        n = max(0, num_tokens - self._extent(tables))
+        if whole_prompt:
+            return int(c.blocks_needed_for_prompt(tables, n, chunk, 0))
+        return int(c.blocks_needed_for(tables, n))
 
     # -- the interface vLLM's scheduler uses ----------------------------------------------
 
@@ -368,7 +384,8 @@ class KVCacheManager(_EventsAndStats, _View):
             watermark = self.watermark_blocks
         if full_sequence_must_fit:
             full = min(request.num_tokens, self.max_model_len)
-            if self._charge(tables, match, full) + watermark > self.pool.num_free:
+            need = self._charge(tables, match, full, whole_prompt=True)
+            if need + watermark > self.pool.num_free:
                 return None
         # Slots for the drafts too (semantics 13.3): only verified tokens are named below, and
         # a rejected draft's slot is inside the extent, which the next acquire counts from.
