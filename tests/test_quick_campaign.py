@@ -70,8 +70,13 @@ CAUGHT_BY = {
 BY_AGREEMENT = ("names-skip-last-page", "names-unreachable-slots")
 # Missed by the 25 random examples per machine of the quick campaign before it had
 # scenarios, caught by the default campaign or by nothing random (measured with
-# benchmarks/quick_campaign_catch.py, seed 0).
-MISSED_BY_25 = ("reclaimable-counts-shared", "load-into-hole", "evict-pinned-host-page")
+# benchmarks/quick_campaign_catch.py, seed 0). load-into-hole left this list when the host
+# machine's offload rule started drawing a partial write-back (max_pages): the draws of seed 0
+# changed and reach it.
+# Not queried by the machine: the whole-prompt charge (semantics 13.1); its bounded theorem
+# prompt-charge-bounds-every-chunk-bounded refutes the variant (tests/test_variants_caught.py).
+NOT_IN_THE_MACHINE = ("prompt-charge-largest-chunk",)
+MISSED_BY_25 = ("reclaimable-counts-shared", "evict-pinned-host-page")
 
 
 def _oracle_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +84,7 @@ def _oracle_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_variant_has_an_expected_property() -> None:
-    assert sorted([*CAUGHT_BY, *BY_AGREEMENT]) == sorted(
+    assert sorted([*CAUGHT_BY, *BY_AGREEMENT, *NOT_IN_THE_MACHINE]) == sorted(
         [*variants.VARIANTS, *variants.HOST_VARIANTS]
     )
     assert set(MISSED_BY_25) <= set(CAUGHT_BY)
@@ -134,7 +139,7 @@ def test_a_caught_variant_leaves_a_minimal_trace_that_replays(
 def test_25_random_examples_per_machine_miss_what_the_scenarios_catch(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README's "three of which 25 random examples per machine at seed 0 miss"."""
+    """The README's "two of which 25 random examples per machine at seed 0 miss"."""
     _oracle_only(monkeypatch)
     for tier in ("device", "host"):
         result = run_differential(
@@ -186,6 +191,7 @@ def test_the_readme_says_what_quick_runs() -> None:
         "pages shared by the requests of a step plan under pool pressure",
         "needs equal to the free pages",
         "host round trips",
+        "forks that decode apart",
     ):
         assert situation in text
     # Each named situation is a scenario script of verify/scenarios.py.
@@ -196,4 +202,5 @@ def test_the_readme_says_what_quick_runs() -> None:
         "exact_fits",
         "evictions",
         "host_round_trips",
+        "forks",
     }

@@ -71,7 +71,7 @@ QUICK_CASES = {
     "claim-with-loads-all-or-nothing-bounded": 23594,
     "loads-land-in-real-slots-bounded": 34404,
     "offload-preserves-hits-bounded": 2033,
-    "partial-write-back-keeps-longest-prefix-bounded": 2631,
+    "partial-write-back-keeps-longest-prefix-bounded": 3343,
 }
 
 

@@ -104,14 +104,14 @@ def test_quick_mode_walks_the_smaller_bounds_the_statement_gives(
 def test_the_theorems_are_registered_after_the_others_in_order() -> None:
     # Prefix caching comes after the other theorems; only retention, step plans and the host
     # tier (tests/test_theorems_host.py) follow it.
-    from livetail.verify.theorems import host_loads, host_offload
+    from livetail.verify.theorems import host_loads, host_offload, host_writeback
 
     names = list(THEOREMS)
     start = names.index(NAMES[0])
     assert names[start : start + len(NAMES)] == NAMES
     after = names[start + len(NAMES) :]
     assert after[:2] == ["retention-bounded", "step-plan-bounded"]
-    host = {host_loads.__name__, host_offload.__name__}
+    host = {host_loads.__name__, host_offload.__name__, host_writeback.__name__}
     assert all(THEOREMS[n].check.__module__ in host for n in after[2:])
     assert THEOREMS["hit-admission-exact-bounded"].kills == ("combined-charge",)
 

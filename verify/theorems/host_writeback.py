@@ -137,7 +137,7 @@ WRITEBACK_MAX_N = 3  # prompts of N <= 3*lcm+1 tokens (2*lcm+1 with --quick)
 @theorem(
     "partial-write-back-keeps-longest-prefix-bounded",
     f"""Bounded, exhaustive over the spec's classes (semantics 13.7): for the
-    {len(HOST_LAYOUTS)} coordinators of offload-is-reachable-set-bounded (5 with livetail
+    {len(HOST_LAYOUTS)} coordinators of offload-is-reachable-set-bounded (6 with livetail
     verify --quick), a request that computed and named a prompt of every N <= 3*lcm+1 tokens
     (2*lcm+1 with --quick), reclaimed to N or not, a host pool of 1 usable page, about half
     or all of the reachable pages plus one, holding the pages of an earlier partial
