@@ -313,3 +313,37 @@ class StateManager(_Manager):
 
     def __init__(self, block_size: int) -> None:
         super().__init__(block_size, 2, 0)
+
+
+class ChunkedLocalAttentionManager(_Manager):
+    """Chunked local attention (section 13.2): the query at t reads [floor(t/C)*C, t].
+
+    Every slot an acquire creates is real (no live tail); reclaim at f releases the slots
+    below floor(f/C)*C/B, which no later query reads.
+    """
+
+    kind = "chunked"
+
+    def __init__(self, block_size: int, attention_chunk_size: int) -> None:
+        B = bounded("block_size", block_size, 1)
+        C = bounded("attention_chunk_size", attention_chunk_size, 1)
+        if C % B != 0:
+            raise ValueError(
+                f"attention_chunk_size ({C}) must be a multiple of block_size ({B})"
+            )
+        self._C = C
+        super().__init__(B, None, 0)
+        self._g = runs.Group(B, 1, 0, True, C)
+
+    @property
+    def attention_chunk_size(self) -> int:
+        return self._C
+
+    def _reclaim_bound(self, table: BlockTable, f: int) -> int:
+        return int(geo.chunked_reclaim_bound(f, len(table.slots), self._C, self._B))
+
+    def __repr__(self) -> str:
+        return (
+            f"ChunkedLocalAttentionManager(block_size={self._B}, "
+            f"attention_chunk_size={self._C})"
+        )

@@ -224,8 +224,17 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
 
 int64_t Coordinator::resume(size_t g) const noexcept {
   const Manager& m = managers_[g];
+  if (m.kind() == GroupKind::chunked) [[unlikely]]
+    return 0;  // not full: its count depends on the boundary (resume_at)
   return m.kind() == GroupKind::full ? -1
                                      : geometry::resume_pages(m.sliding_window(), m.block_size());
+}
+
+int64_t Coordinator::resume_at(size_t g, int64_t b) const noexcept {
+  const Manager& m = managers_[g];
+  if (m.kind() == GroupKind::chunked) [[unlikely]]
+    return geometry::chunked_resume_pages(b, m.attention_chunk_size(), m.block_size());
+  return resume(g);
 }
 
 int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
@@ -383,9 +392,9 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   for (; t > 0; --t) {
     bool ok = true;
     for (size_t i = 0; i < g && ok; ++i) {
-      const int64_t R = resume(i);
-      if (R < 0) continue;
+      if (resume(i) < 0) continue;
       const int64_t b = t * (lcm_ / managers_[i].block_size());
+      const int64_t R = resume_at(i, b);
       for (int64_t j = std::max<int64_t>(0, b - R); j < b && ok; ++j) ok = find(i, j) != 0;
     }
     if (ok) break;
@@ -401,7 +410,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   int64_t slots = 0, real = 0;
   for (size_t i = 0; i < g; ++i) {
     const int64_t b = t * (lcm_ / managers_[i].block_size());
-    const int64_t R = resume(i);
+    const int64_t R = resume_at(i, b);
     out.begin_[i] = slots;
     slots += b;
     real += R < 0 ? b : std::min(b, R);
@@ -413,7 +422,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   if (host != nullptr) out.host_named_.reserve(static_cast<size_t>(real));
   for (size_t i = 0; i < g; ++i) {
     const int64_t b = out.begin_[i + 1] - out.begin_[i];
-    const int64_t R = resume(i);
+    const int64_t R = resume_at(i, b);
     int32_t* pages = out.pages_.data() + out.begin_[i];
     const int64_t k = managers_[i].block_size() / base_;
     for (int64_t j = R < 0 ? 0 : std::max<int64_t>(0, b - R); j < b; ++j) {
@@ -494,7 +503,7 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     BlockTable& t = *tables[i];
     const std::span<const int32_t> pages = match.pages(static_cast<int64_t>(i));
     const auto b = static_cast<int64_t>(pages.size());
-    const int64_t R = resume(i);
+    const int64_t R = resume_at(i, b);
     t.slots_.assign(pages.begin(), pages.end());
     t.tail_ = 0;
     // The holes below the claimed resume pages are never rescanned.

@@ -22,11 +22,12 @@ std::atomic<uint64_t> next_coordinator{1};
 }  // namespace
 
 GroupSpec::GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window,
-                     bool live_tail_alloc)
+                     bool live_tail_alloc, std::optional<int64_t> attention_chunk_size)
     : kind(kind),
       block_size(block_size),
       sliding_window(sliding_window),
-      live_tail_alloc(live_tail_alloc) {
+      live_tail_alloc(live_tail_alloc),
+      attention_chunk_size(attention_chunk_size) {
   check();
 }
 
@@ -41,6 +42,19 @@ void GroupSpec::check() const {
     fail("sliding_window", "must be in [1, 2**31 - 1], got " + std::to_string(*sliding_window));
   if (kind != GroupKind::sliding && live_tail_alloc)
     fail("live_tail_alloc", std::string("is only taken by sliding groups, not ") + kind_name(kind));
+  if (kind == GroupKind::chunked && !attention_chunk_size)
+    fail("attention_chunk_size", "is required for a chunked group");
+  if (kind != GroupKind::chunked && attention_chunk_size)
+    fail("attention_chunk_size",
+         std::string("is only taken by chunked groups, not ") + kind_name(kind));
+  if (attention_chunk_size) {
+    const int64_t C = *attention_chunk_size;
+    if (C < 1 || C > geometry::INT32_MAX_TOKENS)
+      fail("attention_chunk_size", "must be in [1, 2**31 - 1], got " + std::to_string(C));
+    if (C % block_size != 0)
+      fail("attention_chunk_size", "must be a multiple of block_size " +
+                                       std::to_string(block_size) + ", got " + std::to_string(C));
+  }
 }
 
 Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host)
@@ -75,6 +89,9 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
         break;
       case GroupKind::state:
         managers_.push_back(StateManager(s.block_size));
+        break;
+      case GroupKind::chunked:
+        managers_.push_back(ChunkedLocalAttentionManager(s.block_size, *s.attention_chunk_size));
         break;
     }
   }

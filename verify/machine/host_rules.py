@@ -22,6 +22,9 @@ LAYOUTS: list[list[tuple[str, int, int | None, bool]]] = [
     [("full", 4, None, False), ("sliding", 2, 5, True), ("state", 4, None, False)],
     [("sliding", 2, 3, False), ("full", 2, None, False)],
     [("sliding", 1, 3, True), ("full", 2, None, False)],
+    # A chunked group (section 13.2): the window slot holds its chunk size C.
+    [("full", 2, None, False), ("chunked", 2, 6, False)],
+    [("chunked", 1, 4, False), ("sliding", 2, 3, True), ("full", 4, None, False)],
 ]
 NUM_REQUESTS = 3
 DOCS = 3
@@ -55,7 +58,10 @@ class HostMachine(RuleBasedStateMachine):
         host=st.sampled_from([4, 5, 8, 24]),
     )
     def setup(self, layout: int, device: int, host: int) -> None:
-        groups = tuple(GroupGeometry(k, b, w, live) for k, b, w, live in LAYOUTS[layout])
+        groups = tuple(
+            GroupGeometry(k, b, None, live, w) if k == "chunked" else GroupGeometry(k, b, w, live)
+            for k, b, w, live in LAYOUTS[layout]
+        )
         self.world = HostWorld(Geometry(groups, device, NUM_REQUESTS, host), self.impls)
 
     # -- rules ------------------------------------------------------------------------------
