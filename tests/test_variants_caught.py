@@ -60,6 +60,10 @@ BY_THEOREMS = {
     "tail-after-off-by-one",
     "reclaim-cell-spares-floor",
     "names-skip-last-page",  # the spec-alone oracle compares names, does not predict them
+    "chunked-reclaim-one-chunk-late",
+    "chunked-reclaim-one-chunk-early",
+    "chunked-hit-demands-whole-chunk",
+    "chunked-hit-one-slot-short",
 }
 
 

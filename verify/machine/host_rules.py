@@ -26,6 +26,16 @@ LAYOUTS: list[list[tuple[str, int, int | None, bool]]] = [
     [("full", 2, None, False), ("chunked", 2, 6, False)],
     [("chunked", 1, 4, False), ("sliding", 2, 3, True), ("full", 4, None, False)],
 ]
+
+
+def layout_groups(layout: list[tuple[str, int, int | None, bool]]) -> tuple[GroupGeometry, ...]:
+    """A layout's group specs (a chunked entry's third field is its chunk size)."""
+    return tuple(
+        GroupGeometry(k, b, None, live, w) if k == "chunked" else GroupGeometry(k, b, w, live)
+        for k, b, w, live in layout
+    )
+
+
 NUM_REQUESTS = 3
 DOCS = 3
 
@@ -58,10 +68,7 @@ class HostMachine(RuleBasedStateMachine):
         host=st.sampled_from([4, 5, 8, 24]),
     )
     def setup(self, layout: int, device: int, host: int) -> None:
-        groups = tuple(
-            GroupGeometry(k, b, None, live, w) if k == "chunked" else GroupGeometry(k, b, w, live)
-            for k, b, w, live in LAYOUTS[layout]
-        )
+        groups = layout_groups(LAYOUTS[layout])
         self.world = HostWorld(Geometry(groups, device, NUM_REQUESTS, host), self.impls)
 
     # -- rules ------------------------------------------------------------------------------
