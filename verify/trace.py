@@ -195,11 +195,11 @@ def _group_from(where: str, value: object) -> GroupGeometry:
     else:
         d = {
             k: getattr(value, k)
-            for k in ("kind", "block_size", "sliding_window", "live_tail_alloc")
+            for k in (
+                "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size"
+            )
             if hasattr(value, k)
         }
-        if getattr(value, "attention_chunk_size", None) is not None:
-            d["attention_chunk_size"] = value.attention_chunk_size
     unknown = set(d) - {
         "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size"
     }
