@@ -31,6 +31,9 @@ LAYOUTS = [
     [("sliding", 4, 1, True), ("full", 8, None, False)],
     [("state", 4, None, False), ("sliding", 8, 13, True)],
     [("full", 4, None, False)],
+    # Chunked local attention (section 13.2): the third field is its chunk size C.
+    [("full", 4, None, False), ("chunked", 4, 16, False)],
+    [("chunked", 8, 24, False), ("sliding", 4, 6, True), ("full", 8, None, False)],
 ]
 SYSTEMS = 3
 
@@ -51,10 +54,19 @@ class Engine:
     def __init__(
         self, mod: Any, layout: int, pages: int, host: int, int_hashes: bool, wire: str
     ) -> None:
-        specs = [mod.GroupSpec(k, b, w, live_tail_alloc=lt) for k, b, w, lt in LAYOUTS[layout]]
+        specs = [
+            mod.GroupSpec(k, b, attention_chunk_size=w)
+            if k == "chunked"
+            else mod.GroupSpec(k, b, w, live_tail_alloc=lt)
+            for k, b, w, lt in LAYOUTS[layout]
+        ]
         host_pool = mod.HostPool(host, events=True) if host else None
         self.c = mod.Coordinator(specs, mod.BlockPool(pages, events=True), host_pool)
-        self.layout = group_layout(specs)
+        # vLLM's events carry no chunk size: a layout given up front does.
+        self.layout = [
+            (b, k, s.attention_chunk_size if k == "chunked_local_attention" else w)
+            for (b, k, w), s in zip(group_layout(specs), specs)
+        ]
         self.int_hashes = int_hashes
         self.wire = wire
         self.live: dict[int, tuple[Any, int]] = {}  # slot -> (tables, tokens computed)
@@ -241,7 +253,12 @@ def run(
 
 
 def _rules(e: Engine) -> list[tuple[int, str, int | None]]:
-    rule = {"full_attention": "full", "sliding_window": "sliding", "mamba": "state"}
+    rule = {
+        "full_attention": "full",
+        "sliding_window": "sliding",
+        "mamba": "state",
+        "chunked_local_attention": "chunked",
+    }
     return [(b, rule[k], w) for b, k, w in e.layout]
 
 
