@@ -216,3 +216,50 @@ def test_offload_takes_the_slots_behind_each_boundary_inside_its_chunk(impl: Mod
         ids[j] for j in (0, 1, 2, 4, 5, 6, 8, 9, 10)
     ]
     c.complete_offload(plan)
+
+
+def test_an_all_chunked_layout_matches_a_multiple_of_c_with_no_page(impl: ModuleType) -> None:
+    c = chunked(impl)
+    m = c.match_prefix(keys_of(impl, 200, doc=7))  # nothing was ever named
+    assert m.num_tokens == 192 and pages(m.pages[0]) == [0] * 12
+    assert c.blocks_consumed_by_claim(m) == 0
+
+
+# --- the router index -------------------------------------------------------------------------
+
+
+def _stored(hashes: list[int], group: int, size: int, kind: str) -> dict[str, Any]:
+    return {
+        "type": "BlockStored",
+        "block_hashes": hashes,
+        "block_size": size,
+        "medium": "GPU",
+        "group_idx": group,
+        "kv_cache_spec_kind": kind,
+        "kv_cache_spec_sliding_window": None,  # vLLM's events carry no chunk size
+    }
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_router_answers_a_chunked_engine_once_its_chunk_size_is_known(native: bool) -> None:
+    import numpy as np
+    from livetail.router import PrefixIndex
+
+    hashes = list(range(1, 13))  # 12 slots of B = 16 (base 16)
+    keys = np.array(hashes, np.uint64)
+    events = [
+        _stored(hashes, 0, 16, "full_attention"),
+        _stored(hashes[8:11], 1, 16, "chunked_local_attention"),  # slots 8..10
+    ]
+    learned, registered = PrefixIndex(), PrefixIndex()
+    learned._native = registered._native = native
+    registered.add_engine("e", [(16, "full_attention", None), (16, "chunked_local_attention", 64)])
+    for index in (learned, registered):
+        assert index.apply("e", [0.0, events, 0]) is True
+    assert learned.match_keys(keys[:11].copy()).get("e", 0) == 0  # chunk size unknown: no answer
+    # Registered: 11 keys reach T = 176, whose chunk [128, 176) is slots 8..10: all named.
+    assert registered.match_keys(keys[:11].copy()) == {"e": 176}
+    assert registered.match_keys(keys[:10].copy()) == {"e": 160}
+    assert registered.match_keys(keys) == {"e": 192}  # a multiple of C: no chunked slot
+    with pytest.raises(ValueError, match="attention_chunk_size"):
+        PrefixIndex().add_engine("x", [(16, "chunked_local_attention", 24)])

@@ -36,7 +36,7 @@ def _reads(s: z3.ArithRef, t: z3.ArithRef, B: z3.ArithRef, C: z3.ArithRef) -> z3
     """reclaim_expired on a chunked group gives back exactly the pages no later query
     reads: none too early (no hole under a later read), none kept longer than needed.""",
     kills=("chunked-reclaim-one-chunk-late", "chunked-reclaim-one-chunk-early"),
-    rlimit=4_000_000,
+    rlimit=6_000_000,
 )
 def chunked_reclaim_exact(p: Prover) -> None:
     B, k, slots, tail, f, t, s = ints("B k slots tail f t s")
