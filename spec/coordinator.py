@@ -24,6 +24,7 @@ from .managers import (
     SlidingWindowManager,
     StateManager,
     _Manager,
+    chunk_size_of,
 )
 from .plan import StepPlan, apply_step, plan_step
 from .pool import BlockPool
@@ -76,29 +77,11 @@ class GroupSpec:
             self.sliding_window = None
         self.kind = kind
         self.live_tail_alloc = live_tail_alloc
-        self.attention_chunk_size = self._chunk_size(kind, attention_chunk_size)
-
-    def _chunk_size(self, kind: str, C: int | None) -> int | None:
-        """attention_chunk_size: required by a chunked group (a multiple of B), else refused."""
-        if kind != "chunked":
-            if C is not None:
-                raise ValueError(f"attention_chunk_size is only for chunked groups, not {kind!r}")
-            return None
-        if C is None:
-            raise ValueError("a chunked group needs an attention_chunk_size")
-        v = bounded("attention_chunk_size", C, 1)
-        if v % self.block_size != 0:
-            raise ValueError(
-                f"attention_chunk_size ({v}) must be a multiple of block_size ({self.block_size})"
-            )
-        return v
+        self.attention_chunk_size = chunk_size_of(kind, attention_chunk_size, self.block_size)
 
     def __repr__(self) -> str:
-        chunk = (
-            ""
-            if self.attention_chunk_size is None
-            else f", attention_chunk_size={self.attention_chunk_size}"
-        )
+        C = self.attention_chunk_size
+        chunk = "" if C is None else f", attention_chunk_size={C}"
         return (
             f"GroupSpec({self.kind!r}, {self.block_size}, sliding_window={self.sliding_window}, "
             f"live_tail_alloc={self.live_tail_alloc}{chunk})"

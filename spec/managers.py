@@ -315,6 +315,21 @@ class StateManager(_Manager):
         super().__init__(block_size, 2, 0)
 
 
+def chunk_size_of(kind: str, C: object, B: int) -> int | None:
+    """A group spec's attention_chunk_size: required by a chunked group (a positive multiple of
+    its block size B), refused by every other kind (ValueError)."""
+    if kind != "chunked":
+        if C is not None:
+            raise ValueError(f"attention_chunk_size is only for chunked groups, not {kind!r}")
+        return None
+    if C is None:
+        raise ValueError("a chunked group needs an attention_chunk_size")
+    v = bounded("attention_chunk_size", C, 1)
+    if v % B != 0:
+        raise ValueError(f"attention_chunk_size ({v}) must be a multiple of block_size ({B})")
+    return v
+
+
 class ChunkedLocalAttentionManager(_Manager):
     """Chunked local attention (section 13.2): the query at t reads [floor(t/C)*C, t].
 
@@ -326,11 +341,8 @@ class ChunkedLocalAttentionManager(_Manager):
 
     def __init__(self, block_size: int, attention_chunk_size: int) -> None:
         B = bounded("block_size", block_size, 1)
-        C = bounded("attention_chunk_size", attention_chunk_size, 1)
-        if C % B != 0:
-            raise ValueError(
-                f"attention_chunk_size ({C}) must be a multiple of block_size ({B})"
-            )
+        C = chunk_size_of("chunked", attention_chunk_size, B)
+        assert C is not None
         self._C = C
         super().__init__(B, None, 0)
         self._g = runs.Group(B, 1, 0, True, C)

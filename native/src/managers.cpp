@@ -215,7 +215,10 @@ int64_t Manager::blocks_reclaimable_at(const BlockTable& t, int64_t num_computed
   check_table(nullptr, t);
   check_frontier(t, num_computed_tokens);
   if (kind_ == GroupKind::full || t.pool_ == nullptr) return 0;
-  const int64_t b = reclaim_bound_unchecked(t, num_computed_tokens);
+  const int64_t f = num_computed_tokens;
+  const int64_t b = kind_ == GroupKind::chunked
+                        ? geometry::chunked_reclaim_bound(f, t.size(), C_, B_)
+                        : geometry::reclaim_bound(f, t.size(), W_, B_);
   const BlockPool& pool = *t.pool_;
   int64_t n = 0;
   // Pages whose last reference is this slot (and, unless count_uncached, that carry a name).

@@ -102,15 +102,11 @@ class Manager {
   [[gnu::always_inline]] int64_t reclaim_unchecked(BlockPool& pool, BlockTable& t,
                                                    int64_t f) const noexcept {
     if (kind_ == GroupKind::full) return 0;
-    const int64_t b = reclaim_bound_unchecked(t, f);
+    // A chunked group's bound is its own (semantics section 13.2).
+    const int64_t b = kind_ == GroupKind::chunked
+                          ? geometry::chunked_reclaim_bound(f, t.size(), C_, B_)
+                          : geometry::reclaim_bound(f, t.size(), W_, B_);
     return b > t.floor_ ? punch_band(pool, t, b) : 0;  // mostly nothing new slid out
-  }
-  // Reclaim's bound at f for a reclaiming group: slots below it are read by no later query.
-  [[gnu::always_inline]] int64_t reclaim_bound_unchecked(const BlockTable& t,
-                                                         int64_t f) const noexcept {
-    if (kind_ == GroupKind::chunked) [[unlikely]]
-      return geometry::chunked_reclaim_bound(f, t.size(), C_, B_);
-    return geometry::reclaim_bound(f, t.size(), W_, B_);
   }
   // Releases every page, empties and unbinds the table.
   int64_t free_unchecked(BlockPool& pool, BlockTable& t) const noexcept;
