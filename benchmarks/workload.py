@@ -284,12 +284,15 @@ class HostTier:
         """Count, per group, the pages a chunk from start to end tokens named on the device.
 
         start is a multiple of every page size (a claimed boundary plus whole chunks), so
-        the chunk named exactly the real slots it filled (cache_full_blocks' count).
+        the chunk named exactly the pages of the slots it filled that carry a name now
+        (cache_full_blocks' count; sliding and state groups name only the slots a match can
+        use, semantics 13.4).
         """
         total = 0
+        pool = self.c.pool
         for g, (t, B) in enumerate(zip(tables, self.block_sizes)):
             ids = t.page_ids()
-            k = sum(1 for p in ids[start // B : end // B] if p)
+            k = sum(1 for p in ids[start // B : end // B] if p and pool.name(int(p)) is not None)
             self.res.named_by_group[g] += k
             total += k
         assert total == named, "the chunk named other pages than its real slots"

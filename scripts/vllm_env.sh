@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# vLLM 0.33.0's own scheduler tests (tests/v1/core/test_scheduler.py, test_async_scheduler.py)
+# vLLM 0.33.0's own scheduler-level tests (TESTS below: test_scheduler.py, test_async_scheduler.py
+# and the other files of tests/v1/core and tests/v1/spec_decode that drive the scheduler on CPU)
 # on vLLM's KV-cache manager (the baseline) and on livetail.vllm.KVCacheManager (the adapter),
 # then scripts/vllm_stage1.py compares the two outcome files (README: "Under vLLM's scheduler").
 #
-#   scripts/vllm_env.sh DIR [build | baseline | adapter | check | unit | all]  (default: all)
+#   scripts/vllm_env.sh DIR [build | configs | baseline | adapter | check | unit | all]  (default: all)
 #
 # DIR holds everything it makes, nothing of it is committed: venv/ (CPython 3.11, torch
 # 2.13.0, vllm 0.33.0 without its dependencies, the pinned set the tests need, livetail from
 # this checkout), cache/ (vLLM's 0.33.0 source distribution, of which only tests/ is used),
 # hf/ (a Hugging Face cache of config.json files only), results/ (junit xml per run, logs).
 # PYTHON overrides the interpreter (default: the newest CPython 3.11 of pyenv).
-# "unit" runs livetail's own tests/test_vllm_adapter.py in that venv. "all" builds, runs the
+# "unit" runs livetail's own tests/test_vllm_adapter.py, test_vllm_speculative.py and
+# test_vllm_coverage.py in that venv. "all" builds, runs the
 # two runs of vLLM's tests side by side (one core each), the check, and the unit tests.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-[ $# -ge 1 ] || { echo "usage: $0 DIR [build|baseline|adapter|check|unit|all]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 DIR [build|configs|baseline|adapter|check|unit|all]" >&2; exit 2; }
 mkdir -p "$1"
 dir="$(cd "$1" && pwd)"
 what="${2:-all}"
@@ -27,7 +29,17 @@ cache="$dir/cache"
 hf="$dir/hf"
 results="$dir/results"
 src="$cache/vllm-$VLLM_VERSION"
-TESTS=(tests/v1/core/test_scheduler.py tests/v1/core/test_async_scheduler.py)
+# vLLM's scheduler-level tests that run on CPU (scripts/vllm_stage1.py tabulates them per file).
+TESTS=(
+  tests/v1/core/test_scheduler.py
+  tests/v1/core/test_async_scheduler.py
+  tests/v1/core/test_deferred_block_free.py
+  tests/v1/core/test_swa_inflight_window_free.py
+  tests/v1/core/test_worker_slot_overflow.py
+  tests/v1/core/test_priority_preemption_bug.py
+  tests/v1/core/test_prefix_replay.py
+  tests/v1/spec_decode/test_dynamic_sd.py
+)
 
 pick_python() {
   if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
@@ -47,7 +59,7 @@ fetch_tests() {
 }
 
 write_configs() {
-  # config.json of the two models the tests name, public architecture fields only.
+  # config.json of the models the tests name, public architecture fields only.
   "$venv/bin/python" - "$hf" <<'PY'
 import json, pathlib, sys
 hub = pathlib.Path(sys.argv[1]) / "hub"
@@ -63,6 +75,17 @@ configs = {
         "torch_dtype": "float16", "use_cache": True, "vocab_size": 50272,
         "word_embed_proj_dim": 768,
     },
+    "facebook/opt-350m": {
+        "architectures": ["OPTForCausalLM"], "model_type": "opt",
+        "activation_dropout": 0.0, "activation_function": "relu", "attention_dropout": 0.0,
+        "bos_token_id": 2, "do_layer_norm_before": False, "dropout": 0.1,
+        "enable_bias": True, "eos_token_id": 2, "ffn_dim": 4096, "hidden_size": 1024,
+        "init_std": 0.02, "layer_norm_elementwise_affine": True, "layerdrop": 0.0,
+        "max_position_embeddings": 2048, "num_attention_heads": 16,
+        "num_hidden_layers": 24, "pad_token_id": 1, "prefix": "</s>",
+        "torch_dtype": "float16", "use_cache": True, "vocab_size": 50272,
+        "word_embed_proj_dim": 512,
+    },
     "Qwen/Qwen3-0.6B": {
         "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
         "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 151643,
@@ -75,6 +98,36 @@ configs = {
         "use_cache": True, "use_sliding_window": False, "vocab_size": 151936,
     },
 }
+# The two larger models' configs come from transformers' own config classes (its field
+# names and defaults) with the models' public sizes.
+from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, Qwen3NextConfig
+
+llava = LlavaConfig(
+    vision_config=CLIPVisionConfig(
+        hidden_size=1024, image_size=336, intermediate_size=4096, num_attention_heads=16,
+        num_hidden_layers=24, patch_size=14, projection_dim=768,
+    ).to_dict(),
+    text_config=LlamaConfig(
+        hidden_size=4096, intermediate_size=11008, num_attention_heads=32,
+        num_hidden_layers=32, num_key_value_heads=32, vocab_size=32064,
+        max_position_embeddings=4096, rms_norm_eps=1e-5,
+    ).to_dict(),
+    image_token_index=32000, vision_feature_layer=-2,
+    vision_feature_select_strategy="default", projector_hidden_act="gelu",
+).to_dict()
+llava.update(architectures=["LlavaForConditionalGeneration"], torch_dtype="float16")
+configs["llava-hf/llava-1.5-7b-hf"] = llava
+qwen3_next = Qwen3NextConfig(
+    hidden_size=2048, num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=2,
+    head_dim=256, vocab_size=151936, intermediate_size=5120, num_experts=512,
+    num_experts_per_tok=10, moe_intermediate_size=512, shared_expert_intermediate_size=512,
+    linear_num_value_heads=32, linear_num_key_heads=16, linear_key_head_dim=128,
+    linear_value_head_dim=128, linear_conv_kernel_dim=4, full_attention_interval=4,
+    max_position_embeddings=262144, rope_theta=10000000, partial_rotary_factor=0.25,
+    decoder_sparse_step=1, norm_topk_prob=True,
+).to_dict()
+qwen3_next.update(architectures=["Qwen3NextForCausalLM"], torch_dtype="bfloat16")
+configs["Qwen/Qwen3-Next-80B-A3B-Instruct"] = qwen3_next
 revision = "0" * 40
 for name, cfg in configs.items():
     repo = hub / ("models--" + name.replace("/", "--"))
@@ -116,7 +169,8 @@ run() {
 }
 
 unit() {
-  (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_adapter.py)
+  (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_adapter.py \
+    tests/test_vllm_speculative.py tests/test_vllm_coverage.py)
 }
 
 check() {
@@ -125,6 +179,7 @@ check() {
 
 case "$what" in
   build) build ;;
+  configs) write_configs ;;
   baseline) run baseline 0 ;;
   adapter) run adapter 1 ;;
   check) check ;;

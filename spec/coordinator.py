@@ -89,7 +89,11 @@ class GroupSpec:
 
 
 class Coordinator:
-    """One manager per group spec (group id = index); live-tail groups aligned to the lcm.
+    """One manager per group spec (group id = index); live-tail groups aligned to ``alignment``.
+
+    ``alignment`` (section 13.9): the token interval prefix hits land on, a positive multiple
+    of the lcm of the page sizes (None: the lcm). Live-tail groups keep resume pages behind
+    its multiples only, and sliding and state groups name only those (section 13.4).
 
     A call's tables must be one request's: one per group, all of one extent, none bound by
     another coordinator (an acquire of at least one token or a claim binds tables to their
@@ -97,7 +101,12 @@ class Coordinator:
     """
 
     def __init__(
-        self, specs: Sequence[GroupSpec], pool: BlockPool, host: HostPool | None = None
+        self,
+        specs: Sequence[GroupSpec],
+        pool: BlockPool,
+        host: HostPool | None = None,
+        *,
+        alignment: int | None = None,
     ) -> None:
         if not isinstance(specs, (list, tuple)):
             raise TypeError("specs must be a list of GroupSpec")
@@ -118,11 +127,19 @@ class Coordinator:
             lcm = lcm * b // math.gcd(lcm, b)
             if lcm > INT32_MAX:
                 raise ValueError(f"the lcm of the block sizes exceeds {INT32_MAX}")
+        align = lcm if alignment is None else count("alignment", alignment)
+        if not 1 <= align <= INT32_MAX:
+            raise ValueError(f"alignment must be in [1, 2**31 - 1], got {align}")
+        if align % lcm:
+            raise ValueError(
+                f"alignment must be a multiple of the lcm of the block sizes ({lcm}), got {align}"
+            )
         self._specs = list(specs)
         self._pool = pool
         self._host = host
         self._base = base
         self._lcm = lcm
+        self._alignment = align
         self._managers: list[_Manager] = [self._manager(s) for s in specs]
         self._pinned = [0] * len(specs)  # pages each group pins now (section 11)
         # What the tables this coordinator binds remember (native: its id). A token rather
@@ -142,7 +159,7 @@ class Coordinator:
             return ChunkedLocalAttentionManager(s.block_size, s.attention_chunk_size)
         assert s.sliding_window is not None
         return SlidingWindowManager(
-            s.block_size, s.sliding_window, self._lcm if s.live_tail_alloc else 0
+            s.block_size, s.sliding_window, self._alignment if s.live_tail_alloc else 0
         )
 
     @property
@@ -152,6 +169,11 @@ class Coordinator:
     @property
     def lcm_block_size(self) -> int:
         return self._lcm
+
+    @property
+    def alignment(self) -> int:
+        """Prefix hits land on multiples of it; live-tail groups keep resume pages behind them."""
+        return self._alignment
 
     @property
     def num_groups(self) -> int:
@@ -324,7 +346,9 @@ class Coordinator:
         num_tokens: int,
         token_ids: Sequence[int] | None = None,
     ) -> int:
-        """Name every real full page up to num_tokens that has no name yet; returns how many.
+        """Name every real full page up to num_tokens that can serve a match and has no name
+        yet; returns how many. Sliding and state groups name only the slots behind multiples
+        of the alignment (section 13.4; spec/slots.py ``offered``).
 
         token_ids (section 12): the request's token ids from position 0, at least num_tokens
         of them; each name new to the pool then keeps the B token ids of the slot it names,
@@ -342,12 +366,20 @@ class Coordinator:
             B = m.block_size
             k = B // self._base
             covered = min(n // B, len(ks) // k)
-            # The slots past the cursor that spec/slots.py's rule offers a name: for a state
-            # group only the slot ending at num_tokens (below the cursor lie the slots a claim
-            # brought in, whose loads may still be pending: complete_load names them).
+            # The slots past the cursor that spec/slots.py's rule offers a name: for a sliding
+            # group the R behind each multiple of the alignment, for a state group only the
+            # slot ending at num_tokens (below the cursor lie the slots a claim brought in,
+            # whose loads may still be pending: complete_load names them).
             upto, state = t.named_upto, m.kind == "state"
+            R, q = self._resume(g), self._alignment // B
+            chunked = m.kind == "chunked"  # its R is the first boundary above j's (13.2)
             offered = [
-                j for j in range(upto, covered) if slots.offered(j, n, B, upto, covered, state)
+                j
+                for j in range(upto, covered)
+                if slots.offered(
+                    j, n, B, self._resume_at(g, (j // q + 1) * q) if chunked else R, q,
+                    upto, covered, state,
+                )
             ]
             t.named_upto = max(upto, covered)
             for j in offered:
@@ -395,7 +427,7 @@ class Coordinator:
         return self._host is not None and self._host._lookup(name) != 0
 
     def match_prefix(self, keys: Sequence[bytes]) -> PrefixMatch:
-        """The greatest lcm-multiple boundary every group can resume from (read-only)."""
+        """The greatest aligned boundary every group can resume from (read-only)."""
         ks = check_keys(keys)
         match = self._match(ks)
         counters = self._pool._counters
@@ -407,8 +439,8 @@ class Coordinator:
     def _match(self, ks: list[bytes]) -> PrefixMatch:
         # Sliding and state support is not monotone in T: try every boundary from the top.
         # A claimed table may span at most INT32_MAX tokens (only all-W=1 layouts get there).
-        top = min(len(ks) * self._base, INT32_MAX) // self._lcm * self._lcm
-        for T in range(top, 0, -self._lcm):
+        top = min(len(ks) * self._base, INT32_MAX) // self._alignment * self._alignment
+        for T in range(top, 0, -self._alignment):
             supports = self._supports(T, ks)
             if supports is not None:
                 pages: list[list[int]] = []
@@ -580,7 +612,9 @@ class Coordinator:
         _complete_load(self, plan)
 
     def __repr__(self) -> str:
-        return f"Coordinator({self._specs!r}, {self._pool!r})"
+        if self._alignment == self._lcm:
+            return f"Coordinator({self._specs!r}, {self._pool!r})"
+        return f"Coordinator({self._specs!r}, {self._pool!r}, alignment={self._alignment})"
 
     # -- step planning (semantics section 9; the logic lives in spec/plan.py) ------------
 

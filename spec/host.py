@@ -131,12 +131,12 @@ class LoadPlan(_Plan):
 def offload_set(c: Coordinator, tables: list[BlockTable], n: int) -> list[tuple[int, int]]:
     """(group, slot) of every reachable named slot up to n tokens, by group then slot."""
     out: list[tuple[int, int]] = []
-    lcm = c.lcm_block_size
+    align = c.alignment
     for g, (m, t) in enumerate(zip(c._managers, tables)):
         B = m.block_size
-        R, q = c._resume(g), lcm // B
+        R, q = c._resume(g), align // B
         # Every slot up to n that spec/slots.py's reachable rule picks: for a sliding or
-        # state group the R slots behind every lcm boundary up to n, all a match can use.
+        # state group the R slots behind every aligned boundary up to n, all a match can use.
         for j in range(n // B):
             page = t.slots[j]
             if m.kind == "chunked":  # its resume count is the one at the boundary deciding

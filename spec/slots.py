@@ -94,17 +94,41 @@ def claim_takes(ref: Num, ar: Arith = INT) -> Bool:
 # --- cache_full_blocks: which slots are offered a name ---------------------------------------
 
 
-def offered(j: Num, n: Num, B: Num, upto: Num, covered: Num, state: bool, ar: Arith = INT) -> Bool:
+def offered(
+    j: Num,
+    n: Num,
+    B: Num,
+    R: Num,
+    q: Num,
+    upto: Num,
+    covered: Num,
+    state: bool,
+    ar: Arith = INT,
+) -> Bool:
     """Is slot j offered a name by cache_full_blocks(n)?  (It takes one if real and unnamed.)
 
     ``upto`` is the table's naming cursor (slots below it were offered before), ``covered``
-    the full pages the call's keys and n cover.  A state group offers only the slot ending
-    exactly at n, and only when n is a multiple of B: no other page holds a usable state.
+    the full pages the call's keys and n cover, ``R`` the group's resume count (-1 for a full
+    group) and ``q`` the alignment in the group's pages.  A full group offers every slot; a
+    sliding group only the slots that can serve a match (section 13.4): the R slots behind a
+    multiple of the alignment (``behind_boundary``), whether or not that boundary is computed
+    yet (the cursor passes each slot once).  A state group offers only the slot ending
+    exactly at n, and only when n is a multiple of B (no other page holds a usable state)
+    and that slot is behind a boundary, i.e. n is a multiple of the alignment.
     """
-    fresh = both(upto <= j, j < covered, ar)
+    fresh = both(both(upto <= j, j < covered, ar), behind_boundary(j, R, q, ar), ar)
     if not state:
         return fresh
     return both(fresh, both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
+
+
+def behind_boundary(j: Num, R: Num, q: Num, ar: Arith = INT) -> Bool:
+    """Is slot j one of the R slots right behind a multiple of q (any slot of a full group)?
+
+    ``R`` is the group's resume count (-1: a full group, every slot serves), ``q`` the
+    alignment in the group's pages; with R >= q every slot is behind a boundary.
+    """
+    return ar.cond(R < 0, lambda: True, lambda: ar.mod(j, q) >= q - R)
 
 
 def takes_name(page: Num, named: Bool, ar: Arith = INT) -> Bool:
@@ -119,11 +143,12 @@ def reachable(j: Num, n: Num, B: Num, R: Num, q: Num, ar: Arith = INT) -> Bool:
     """Can slot j of a group serve a match of some boundary of at most n tokens?
 
     ``R`` is the group's resume count (-1 for a full group: every slot up to n), ``q`` the
-    lcm in the group's pages.  A full group's slot j serves every boundary past it; a
-    sliding or state group's serves the boundaries b (multiples of q, b*B <= n) with
-    b - R <= j < b, of which the first above j is the nearest: it decides.
+    coordinator's alignment in the group's pages (section 13.9; the lcm by default).  A
+    full group's slot j serves every boundary past it; a sliding or state group's serves the
+    boundaries b (multiples of q, b*B <= n) with b - R <= j < b, of which the first above j
+    is the nearest: it decides.
     """
-    first = (ar.div(j, q) + 1) * q  # the first lcm boundary above slot j, in pages
+    first = (ar.div(j, q) + 1) * q  # the first aligned boundary above slot j, in pages
     near = both(first * B <= n, first - R <= j, ar)
     return both(j >= 0, ar.cond(R < 0, lambda: (j + 1) * B <= n, lambda: near), ar)
 
@@ -252,6 +277,7 @@ def free_batch(slots: list[int]) -> list[int]:
 __all__ = [
     "apply",
     "batch",
+    "behind_boundary",
     "claim_cell",
     "claim_takes",
     "copy_name",

@@ -146,7 +146,9 @@ def test_match_lands_on_the_greatest_supported_boundary(impl: ModuleType) -> Non
     t = c.new_tables()
     k = keys_of(impl, 200)
     assert c.acquire(t, 200)
-    assert c.cache_full_blocks(t, k, 150) == 9  # slots 0..8 (150 // 16 = 9 full pages)
+    # Slots 0..8 are full (150 // 16 = 9); sparse naming (section 13.4) names the 7 a match
+    # can use: not 3 and 7, which end on a multiple of C (no boundary reads them).
+    assert c.cache_full_blocks(t, k, 150) == 7
     ids = pages(t[0].page_ids())
     # T = 160 needs slots 8 and 9 (chunk start 128); slot 9 is unnamed, so 144 (slot 8 only).
     m = c.match_prefix(k[:10])
@@ -155,7 +157,7 @@ def test_match_lands_on_the_greatest_supported_boundary(impl: ModuleType) -> Non
     # T = 192 is a multiple of C: a request resuming there reads no earlier key.
     m = c.match_prefix(k[:12])
     assert m.num_tokens == 192 and pages(m.pages[0]) == [0] * 12
-    assert c.cache_full_blocks(t, k, 200) == 3  # slots 9..11
+    assert c.cache_full_blocks(t, k, 200) == 2  # slots 9 and 10 (11 ends on 192)
     m = c.match_prefix(k[:11])  # T = 176: slots 8..10
     assert m.num_tokens == 176
     assert pages(m.pages[0]) == [0] * 8 + ids[8:11]
@@ -166,7 +168,7 @@ def test_a_hybrid_match_needs_the_chunk_behind_the_boundary(impl: ModuleType) ->
     t = c.new_tables()
     k = keys_of(impl, 200)
     assert c.acquire(t, 200)
-    assert c.cache_full_blocks(t, k, 200) == 24
+    assert c.cache_full_blocks(t, k, 200) == 12 + 9  # the chunked group: j mod 4 != 3
     chunk_ids = pages(t[0].page_ids())
     assert c.reclaim_expired(t, 200) == 12  # named pages keep their names in the queue
     m = c.match_prefix(k[:11])
@@ -193,7 +195,7 @@ def test_the_full_group_decides_when_its_prefix_is_shorter(impl: ModuleType) -> 
     t = c.new_tables()
     k = keys_of(impl, 200)
     assert c.acquire(t, 200)
-    assert c.cache_full_blocks(t, k, 70) == 8  # 4 slots per group
+    assert c.cache_full_blocks(t, k, 70) == 4 + 3  # chunked: slots 0..2
     # T = 64: the full group has slots 0..3, the chunked group needs none.
     assert c.match_prefix(k).num_tokens == 64
 
@@ -206,7 +208,7 @@ def test_offload_takes_the_slots_behind_each_boundary_inside_its_chunk(impl: Mod
     t = c.new_tables()
     k = keys_of(impl, 200)
     assert c.acquire(t, 200)
-    assert c.cache_full_blocks(t, k, 200) == 12
+    assert c.cache_full_blocks(t, k, 200) == 9  # sparse naming: the reachable slots only
     plan = c.plan_offload(t, 200)
     assert plan is not None
     # Slot j serves the boundary j + 1 only if it lies in that boundary's chunk: j mod 4 != 3

@@ -107,8 +107,10 @@ def test_without_live_tail_the_host_still_gets_only_the_resume_pages(impl: Modul
     c, keys = build(impl, live=False)
     a = c.new_tables()
     assert c.acquire(a, 16)
-    # Every sliding slot is real and named (pages 5..12), but only 1, 3, 5, 7 are reachable.
-    assert c.cache_full_blocks(a, keys, 16) == 12
+    # Every sliding slot is real (pages 5..12), but only 1, 3, 5, 7 are reachable, and only
+    # they are named (section 13.4): 4 full + 4 sliding names.
+    assert c.cache_full_blocks(a, keys, 16) == 8
+    assert [c.pool.name(p) is not None for p in range(5, 13)] == [False, True] * 4
     plan = c.plan_offload(a, 16)
     assert as_list(plan.device_pages) == [1, 2, 3, 4, 6, 8, 10, 12]
 

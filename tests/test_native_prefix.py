@@ -240,9 +240,11 @@ def test_keys_must_be_a_list_or_tuple_of_bytes(lt: Any) -> None:
     c = small_coordinator(lt)
     k = hashlib.sha256(b"x").digest()
     assert c.match_prefix((k,)).num_tokens == 0
-    for bad in ([bytearray(k)], k, iter([k]), None, [k, k]):
-        with pytest.raises(ValueError):
+    for bad in ([bytearray(k)], k, iter([k]), None):  # a wrong type: TypeError
+        with pytest.raises(TypeError, match="keys"):
             c.match_prefix(bad)
+    with pytest.raises(ValueError, match="pairwise distinct"):  # a wrong value
+        c.match_prefix([k, k])
 
 
 def test_a_page_evicted_and_named_again_with_the_same_key_keeps_the_match_valid() -> None:

@@ -73,6 +73,39 @@ def test_every_group_must_support_the_boundary_on_its_own_page_size() -> None:
     assert index.match_keys(KEYS) == {"e": 16, "w1": 24}  # lcm 8: 28 rounds down to 24
 
 
+def test_an_engines_alignment_given_with_its_layout_sets_the_boundary_step() -> None:
+    index = PrefixIndex()
+    # One full group B=4 with slots 0-9 named (40 tokens): at the lcm (4) the answer is 40;
+    # an engine aligned to 16 tokens matches only multiples of 16, so 32 (semantics 13.9).
+    index.add_engine("lcm", [(4, "full_attention", None)])
+    index.add_engine("a16", [(4, "full_attention", None)], alignment=16)
+    index.apply("lcm", batch(stored(H[:10])))
+    index.apply("a16", batch(stored(H[:10])))
+    assert index.match_keys(KEYS) == {"lcm": 40, "a16": 32}
+    slow = PrefixIndex()
+    slow._native = False  # the numpy loops answer the same
+    slow.add_engine("a16", [(4, "full_attention", None)], alignment=16)
+    slow.apply("a16", batch(stored(H[:10])))
+    assert slow.match_keys(KEYS) == {"a16": 32}
+    # The engine's own coordinator agrees.
+    c = livetail.Coordinator([livetail.GroupSpec("full", 4)], livetail.BlockPool(20), alignment=16)
+    ts = c.new_tables()
+    assert c.acquire(ts, 40)
+    c.cache_full_blocks(ts, KEYS, 40)
+    assert c.match_prefix(KEYS).num_tokens == 32
+
+
+def test_an_alignment_without_a_layout_or_off_the_lcm_is_refused() -> None:
+    index = PrefixIndex()
+    with pytest.raises(ValueError, match="alignment needs the engine's layout"):
+        index.add_engine("e", alignment=16)
+    with pytest.raises(ValueError, match=r"multiple of the layout's lcm \(8\), got 12"):
+        index.add_engine("e", [(4, "full_attention", None), (8, "sliding_window", 9)], alignment=12)
+    with pytest.raises(ValueError, match="alignment must be an int >= 1"):
+        index.add_engine("e", [(4, "full_attention", None)], alignment=0)
+    assert index.engines == []
+
+
 def test_host_names_count_and_a_cleared_event_drops_both_tiers() -> None:
     index = PrefixIndex()
     index.apply("e", batch(stored(H[:4], medium="CPU"), stored(H[4:6], medium=None)))

@@ -52,7 +52,14 @@ class Engine:
     """One coordinator (native or spec), its live requests and its event stream."""
 
     def __init__(
-        self, mod: Any, layout: int, pages: int, host: int, int_hashes: bool, wire: str
+        self,
+        mod: Any,
+        layout: int,
+        pages: int,
+        host: int,
+        int_hashes: bool,
+        wire: str,
+        align: int = 1,
     ) -> None:
         specs = [
             mod.GroupSpec(k, b, attention_chunk_size=w)
@@ -61,7 +68,11 @@ class Engine:
             for k, b, w, lt in LAYOUTS[layout]
         ]
         host_pool = mod.HostPool(host, events=True) if host else None
-        self.c = mod.Coordinator(specs, mod.BlockPool(pages, events=True), host_pool)
+        pool = mod.BlockPool(pages, events=True)
+        lcm = mod.Coordinator(specs, pool).lcm_block_size
+        # align lcms: the coordinator's alignment (semantics 13.9), told to the index.
+        self.alignment = None if align == 1 else align * lcm
+        self.c = mod.Coordinator(specs, pool, host_pool, alignment=self.alignment)
         # vLLM's events carry no chunk size: a layout given up front does.
         self.layout = [
             (b, k, s.attention_chunk_size if k == "chunked_local_attention" else w)
@@ -165,6 +176,7 @@ engine_setup = st.tuples(
     st.booleans(),  # integer hashes (else 32-byte)
     st.sampled_from(["payload", "decoded"]),
     st.booleans(),  # layout given up front (else learned from the events)
+    st.sampled_from([1, 1, 2]),  # alignment in lcms, given with an up-front layout
 )
 start = st.tuples(
     st.just("start"),
@@ -200,7 +212,7 @@ def expected(e: Engine, tokens: list[int]) -> int:
     setups=st.lists(engine_setup, min_size=2, max_size=3), ops=st.lists(op, min_size=5, max_size=40)
 )
 def test_the_index_answers_every_engines_match_prefix_after_every_batch(
-    setups: list[tuple[Any, int, int, int, bool, str, bool]], ops: list[tuple[Any, ...]]
+    setups: list[tuple[Any, int, int, int, bool, str, bool, int]], ops: list[tuple[Any, ...]]
 ) -> None:
     # Queries look keys up in chunks from 1 key on: the early stop is exercised too.
     first, router_index._FIRST_CHUNK = router_index._FIRST_CHUNK, 1
@@ -211,16 +223,17 @@ def test_the_index_answers_every_engines_match_prefix_after_every_batch(
 
 
 def run(
-    setups: list[tuple[Any, int, int, int, bool, str, bool]], ops: list[tuple[Any, ...]]
+    setups: list[tuple[Any, int, int, int, bool, str, bool, int]], ops: list[tuple[Any, ...]]
 ) -> None:
-    engines = [Engine(*s[:6]) for s in setups]
+    # An index learns an alignment only with the layout (the events do not carry it).
+    engines = [Engine(*s[:6], align=s[7] if s[6] else 1) for s in setups]
     index = PrefixIndex()
     numpy_only = PrefixIndex()  # the same stream on the numpy loops: the same answers
     numpy_only._native = False
     for i, (e, s) in enumerate(zip(engines, setups)):
         if s[6]:
-            index.add_engine(i, e.layout)
-            numpy_only.add_engine(i, e.layout)
+            index.add_engine(i, e.layout, alignment=e.alignment)
+            numpy_only.add_engine(i, e.layout, alignment=e.alignment)
     for kind, which, slot, arg in ops:
         i = which % len(engines)
         e = engines[i]

@@ -99,10 +99,12 @@ def test_group_specs_refuse_other_groups_by_name():
     chunked = ChunkedLocalAttentionSpec(
         block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, attention_chunk_size=8
     )
-    with pytest.raises(NotImplementedError, match="ChunkedLocalAttentionSpec KV-cache groups"):
+    with pytest.raises(
+        NotImplementedError, match=r"chunked local attention .*group 0: ChunkedLocalAttentionSpec"
+    ):
         adapter.group_specs(config(chunked))
     cross = CrossAttentionSpec(block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32)
-    with pytest.raises(NotImplementedError, match="CrossAttentionSpec KV-cache groups"):
+    with pytest.raises(NotImplementedError, match=r"cross attention .*group 1: CrossAttentionSpec"):
         adapter.group_specs(config(full(), cross))
 
 
@@ -118,9 +120,9 @@ def test_group_specs_map_mamba_without_a_cache_mode_to_state_and_refuse_align():
         adapter.group_specs(config(mamba("align")))
 
 
-def test_constructor_refuses_speculative_and_parallel_features_by_name():
-    with pytest.raises(NotImplementedError, match="does not support EAGLE"):
-        manager(use_eagle=True)
+def test_constructor_refuses_metrics_and_parallel_features_by_name():
+    with pytest.raises(NotImplementedError, match="KV-cache residency metrics"):
+        manager(metrics_collector=object())
     with pytest.raises(NotImplementedError, match="context parallelism"):
         manager(dcp_world_size=2)
 
@@ -284,8 +286,6 @@ def test_pop_blocks_for_free_holds_the_pages_until_the_pool_frees_them():
 def test_unsupported_allocation_features_raise_named_errors():
     m = manager()
     r = request("a", list(range(8)))
-    with pytest.raises(NotImplementedError, match="speculative lookahead slots"):
-        m.allocate_slots(r, 4, num_lookahead_tokens=2)
     with pytest.raises(NotImplementedError, match="KV connectors"):
         m.allocate_slots(r, 4, num_external_computed_tokens=4)
     with pytest.raises(NotImplementedError, match="encoder tokens"):
@@ -301,3 +301,27 @@ def test_scheduler_swap_is_scoped_to_construction():
     with _livetail_manager():
         assert sched.KVCacheManager is adapter.KVCacheManager
     assert sched.KVCacheManager is saved
+
+
+def _with_retention(interval: object) -> adapter.KVCacheManager:
+    swa = SlidingWindowSpec(
+        block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, sliding_window=8
+    )
+    cfg = config(full(), swa, num_blocks=64)
+    cfg.prefix_cache_retention_interval = interval
+    return adapter.KVCacheManager(
+        cfg, max_model_len=64, scheduler_block_size=B, hash_block_size=B, live_tail_groups=[1]
+    )
+
+
+@pytest.mark.parametrize("interval,alignment", [(None, B), (0, B), (B, B), (16, 16)])
+def test_the_retention_interval_is_the_coordinators_alignment(interval, alignment):
+    # None (dense) and 0 (vLLM's replay boundaries only) give the lcm; a positive interval
+    # that is a multiple of the lcm is the alignment (semantics 13.9).
+    m = _with_retention(interval)
+    assert m.livetail_coordinator.alignment == alignment
+
+
+def test_a_retention_interval_off_the_lcm_is_refused_by_name():
+    with pytest.raises(NotImplementedError, match="prefix_cache_retention_interval 6"):
+        _with_retention(6)

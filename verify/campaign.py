@@ -336,7 +336,9 @@ def _size(t: dict[str, Any]) -> tuple[int, ...]:
     numbers = sum(op.get(f, 0) for op in t["ops"] for f in NUMERIC_FIELDS)
     shape = sum(d["block_size"] + d.get("sliding_window", 0) for d in g["groups"])
     pools = g["num_blocks"] + g.get("host_blocks", 0)
-    return (len(t["ops"]), len(g["groups"]), g["num_requests"], pools, shape, numbers)
+    shape += g.get("alignment", 0)
+    fields = sum(len(op) for op in t["ops"])  # last: a plain op over one that wraps it
+    return (len(t["ops"]), len(g["groups"]), g["num_requests"], pools, shape, numbers, fields)
 
 
 def _with(t: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -390,11 +392,25 @@ def _candidates(t: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if "between_request" in op:
             plain = {k: v for k, v in op.items() if k not in ("between_request", "between_tokens")}
             yield _with(t, ops=ops[:i] + [plain] + ops[i + 1 :])
+    # A plan whose failure is the acquire between its plan and apply: that acquire alone.
+    for i, op in enumerate(ops):
+        if op["op"] == "plan" and "between_request" in op:
+            alone = {
+                "op": "acquire",
+                "request": op["between_request"],
+                "tokens": op["between_tokens"],
+            }
+            yield _with(t, ops=ops[:i] + [alone] + ops[i + 1 :])
     # A smaller pool (and host pool).
     for nb in range(1, g["num_blocks"]):
         yield _with(t, geometry={"num_blocks": nb})
     for hb in range(1, g.get("host_blocks") or 1):
         yield _with(t, geometry={"host_blocks": hb})
+    # The lcm as the alignment (an alignment no longer a multiple of the lcm fails to parse).
+    if "alignment" in g:
+        plain = json.loads(json.dumps(t))
+        del plain["geometry"]["alignment"]
+        yield plain
     # Simpler groups: live tail off, smaller windows, smaller page sizes.
     for k, d in enumerate(groups):
         options: list[dict[str, Any]] = []

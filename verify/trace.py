@@ -23,7 +23,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +136,7 @@ class Geometry:
     num_blocks: int
     num_requests: int
     host_blocks: int | None = None  # the HostPool's size: a host-tier trace
+    alignment: int | None = None  # the coordinator's alignment (semantics 13.9); None: the lcm
 
     @property
     def base(self) -> int:
@@ -152,6 +153,11 @@ class Geometry:
             out = out * g.block_size // math.gcd(out, g.block_size)
         return out
 
+    @property
+    def align(self) -> int:
+        """The coordinator's alignment: prefix hits land on its multiples (the lcm by default)."""
+        return self.lcm if self.alignment is None else self.alignment
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "groups": [g.to_dict() for g in self.groups],
@@ -160,6 +166,8 @@ class Geometry:
         }
         if self.host_blocks is not None:
             d["host_blocks"] = self.host_blocks
+        if self.alignment is not None:
+            d["alignment"] = self.alignment
         return d
 
     def describe(self) -> str:
@@ -170,7 +178,9 @@ class Geometry:
             else f" | host pool {self.host_blocks} pages ({self.host_blocks - 1} usable)"
         )
         return (
-            f"{groups} | lcm {self.lcm} | pool {self.num_blocks} pages "
+            f"{groups} | lcm {self.lcm}"
+            + ("" if self.alignment is None else f" | alignment {self.alignment}")
+            + f" | pool {self.num_blocks} pages "
             f"({self.num_blocks - 1} usable){host} | {self.num_requests} request(s)"
         )
 
@@ -230,18 +240,31 @@ def _group_from(where: str, value: object) -> GroupGeometry:
 
 
 def geometry_from(
-    groups: Sequence[object], num_blocks: int, num_requests: int, host_blocks: int | None = None
+    groups: Sequence[object],
+    num_blocks: int,
+    num_requests: int,
+    host_blocks: int | None = None,
+    alignment: int | None = None,
 ) -> Geometry:
     """Validated geometry from plain values (raises TraceError)."""
     if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or not groups:
         raise TraceError("geometry.groups must be a non-empty list of group specs")
     gs = tuple(_group_from(f"geometry.groups[{i}]", g) for i, g in enumerate(groups))
-    return Geometry(
+    out = Geometry(
         gs,
         _int("geometry.num_blocks", num_blocks, 1),
         _int("geometry.num_requests", num_requests, 1),
         None if host_blocks is None else _int("geometry.host_blocks", host_blocks, 1),
     )
+    if alignment is None:
+        return out
+    align = _int("geometry.alignment", alignment, 1)
+    if align % out.lcm or align > 2**31 - 1:
+        raise TraceError(
+            f"geometry.alignment must be a multiple of the lcm of the page sizes ({out.lcm}) "
+            f"up to 2**31 - 1, got {align}"
+        )
+    return replace(out, alignment=align)
 
 
 def validate_op(index: int, op: object, geometry: Geometry) -> Op:
@@ -326,6 +349,7 @@ def make_trace(
     variant: str | None = None,
     observed: Mapping[str, Any] | None = None,
     host_blocks: int | None = None,
+    alignment: int | None = None,
 ) -> dict[str, Any]:
     """A validated trace dict, ready for ``write_trace``.
 
@@ -334,8 +358,9 @@ def make_trace(
     ``origin`` says who produced it (``"differential"``, ``"z3"``, ``"manual"``...);
     ``variant`` names the wrong spec variant it was recorded against, if any.
     ``host_blocks`` (the host pool's size) makes it a host-tier trace of ``host_*`` ops.
+    ``alignment``: the coordinator's (semantics 13.9); None, the lcm of the page sizes.
     """
-    geometry = geometry_from(groups, num_blocks, num_requests, host_blocks)
+    geometry = geometry_from(groups, num_blocks, num_requests, host_blocks, alignment)
     if not isinstance(title, str) or not isinstance(origin, str):
         raise TraceError("title and origin must be strings")
     if variant is not None and not isinstance(variant, str):
@@ -369,7 +394,7 @@ def parse_trace(data: object) -> dict[str, Any]:
     geometry = data.get("geometry")
     if not isinstance(geometry, Mapping):
         raise TraceError("geometry must be an object")
-    unknown = set(geometry) - {"groups", "num_blocks", "num_requests", "host_blocks"}
+    unknown = set(geometry) - {"groups", "num_blocks", "num_requests", "host_blocks", "alignment"}
     if unknown:
         raise TraceError(f"geometry has unknown field(s) {sorted(unknown)}")
     ops = data.get("ops")
@@ -388,12 +413,15 @@ def parse_trace(data: object) -> dict[str, Any]:
         variant=data.get("variant"),
         observed=observed,
         host_blocks=geometry.get("host_blocks"),
+        alignment=geometry.get("alignment"),
     )
 
 
 def trace_geometry(trace: Mapping[str, Any]) -> Geometry:
     g = trace["geometry"]
-    return geometry_from(g["groups"], g["num_blocks"], g["num_requests"], g.get("host_blocks"))
+    return geometry_from(
+        g["groups"], g["num_blocks"], g["num_requests"], g.get("host_blocks"), g.get("alignment")
+    )
 
 
 def load_trace(path: Path | str) -> dict[str, Any]:

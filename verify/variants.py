@@ -192,14 +192,21 @@ def _reclaimable_ignores_names(
     )
 
 
+_offered = spec_slots.offered  # the rule itself, for the variants built on it
+
+
 def _offered_skips_last(
-    j: Num, n: Num, B: Num, upto: Num, covered: Num, state: bool, ar: Arith = geo.INT
+    j: Num, n: Num, B: Num, R: Num, q: Num, upto: Num, covered: Num, *rest: Any
 ) -> Any:
     # Wrong: the last page the keys cover is never offered a name.
-    fresh = runs.both(upto <= j, j < covered - 1, ar)
-    if not state:
-        return fresh
-    return runs.both(fresh, runs.both(ar.mod(n, B) == 0, j == ar.div(n, B) - 1, ar), ar)
+    return _offered(j, n, B, R, q, upto, covered - 1, *rest)
+
+
+def _offered_dense(j: Num, n: Num, B: Num, R: Num, q: Num, *rest: Any) -> Any:
+    # Wrong: every full page the keys cover is offered a name, whether or not an aligned
+    # boundary can resume from it (dense naming: the rule before section 13.4; R = -1 is a
+    # full group's, every slot behind a boundary).
+    return _offered(j, n, B, -1, q, *rest)
 
 
 def _plan_fits_strict(taken: Num, free: Num, released: Num, ar: Arith = geo.INT) -> Any:
@@ -527,6 +534,19 @@ VARIANTS.update(
             "a released named page joins the queue's front like an unnamed one",
             "joins_front",
             _named_joins_front,
+        ),
+    )
+)
+
+# --- sparse naming (semantics 13.4, spec/slots.py offered) --------------------------------
+
+VARIANTS.update(
+    rule_variants(
+        (
+            "names-unreachable-slots",
+            "cache_full_blocks names every full page, also those no aligned boundary resumes from",
+            "offered",
+            _offered_dense,
         ),
     )
 )

@@ -208,8 +208,9 @@ void keep_pool(PyTable& t, PyObject* pool) {
 }
 
 struct PyCoordinator : Coordinator {
-  PyCoordinator(std::vector<GroupSpec> specs, nb::handle pool, HostPool* host)
-      : Coordinator(std::move(specs), *nb::inst_ptr<BlockPool>(pool), host),
+  PyCoordinator(std::vector<GroupSpec> specs, nb::handle pool, HostPool* host,
+                int64_t alignment = 0)
+      : Coordinator(std::move(specs), *nb::inst_ptr<BlockPool>(pool), host, alignment),
         pool_ref(nb::borrow(pool)),
         host_ref(host ? nb::find(host) : nb::none()) {}
   nb::object pool_ref;

@@ -283,19 +283,40 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
         pool_->note_stored(group, j, key, j > 0 ? &keys[static_cast<size_t>(j * k - 1)] : nullptr,
                            tok, token_ids != nullptr);
     };
+    const int64_t q = alignment_ / B;  // the alignment in this group's pages
     if (managers_[i].kind() == GroupKind::state) {
-      // Only the slot ending exactly at num_tokens holds a usable state snapshot, and only a
-      // slot at or past the cursor is offered a name: below it lie the slots a claim brought
-      // in, whose loads may still be pending (complete_load names them).
+      // Only the slot ending exactly at num_tokens holds a usable state snapshot, only one
+      // ending on a multiple of the alignment can serve a match (13.4), and only a slot at or
+      // past the cursor is offered a name: below it lie the slots a claim brought in, whose
+      // loads may still be pending (complete_load names them).
       const int64_t j = num_tokens / B - 1;
-      if (num_tokens % B == 0 && j >= t.named_upto_ && j < covered) name(j);
+      if (num_tokens % B == 0 && (j + 1) % q == 0 && j >= t.named_upto_ && j < covered) name(j);
     } else {
       // Slots below the cursor were offered a name before: a hole stays a hole, and a named
-      // page in use cannot be evicted, so they need no second look.
+      // page in use cannot be evicted, so they need no second look. A sliding group names
+      // only the R slots behind each multiple of the alignment (13.4): the first `lead` slots
+      // of every period of q stay unnamed (none for a full group, nor when R >= q).
+      const bool chunked = managers_[i].kind() == GroupKind::chunked;
+      // A chunked group's R is the one at the boundary ending slot j's period (13.2).
+      auto lead_of = [&](int64_t j) {
+        const int64_t R =
+            chunked ? resume_at(i, geometry::next_period(geometry::period_start(j, q), q))
+                    : resume(i);
+        return R < 0 ? 0 : std::max<int64_t>(0, q - R);
+      };
+      auto offered = [&](int64_t j) {
+        const int64_t lead = lead_of(j);
+        return lead == 0 || j % q >= lead;
+      };
       constexpr int64_t kAhead = 8;  // names miss the cache: overlap the next ones' loads
       for (int64_t j = t.named_upto_; j < covered; ++j) {
+        if (!offered(j)) {
+          const int64_t lead = lead_of(j);
+          j += lead - j % q - 1;  // to the period's first offered slot (the loop adds one)
+          continue;
+        }
         const int64_t a = j + kAhead;
-        if (a < covered && s[a] != 0)
+        if (a < covered && s[a] != 0 && offered(a))
           pool_->prefetch_name(s[a], group, keys[static_cast<size_t>((a + 1) * k - 1)]);
         name(j);
       }
@@ -352,9 +373,10 @@ int64_t Coordinator::token_room(std::span<BlockTable* const> tables, int64_t nke
 PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   check_keys(keys);
   const size_t g = managers_.size();
-  const int64_t per = lcm_ / base_;  // keys per lcm boundary
-  // Boundaries t * lcm for t in [1, top]; a claimed table may span at most INT32_MAX tokens.
-  int64_t top = std::min(static_cast<int64_t>(keys.size()) / per, geometry::INT32_MAX_TOKENS / lcm_);
+  const int64_t per = alignment_ / base_;  // keys per aligned boundary
+  // Boundaries t * alignment for t in [1, top]; a claimed table spans at most INT32_MAX tokens.
+  int64_t top = std::min(static_cast<int64_t>(keys.size()) / per,
+                         geometry::INT32_MAX_TOKENS / alignment_);
   auto key = [&](size_t i, int64_t j) -> const Key& {  // the name of group i's slot j
     return keys[static_cast<size_t>((j + 1) * (managers_[i].block_size() / base_) - 1)];
   };
@@ -377,7 +399,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   full_at.assign(g, 0);
   for (size_t i = 0; i < g; ++i) {
     if (resume(i) >= 0) continue;
-    const int64_t slots_per = lcm_ / managers_[i].block_size();
+    const int64_t slots_per = alignment_ / managers_[i].block_size();
     const int64_t cap = top * slots_per;
     full_at[i] = full_recs.size();
     for (int64_t j = 0; j < cap; ++j) {
@@ -393,7 +415,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
     bool ok = true;
     for (size_t i = 0; i < g && ok; ++i) {
       if (resume(i) < 0) continue;
-      const int64_t b = t * (lcm_ / managers_[i].block_size());
+      const int64_t b = t * (alignment_ / managers_[i].block_size());
       const int64_t R = resume_at(i, b);
       for (int64_t j = std::max<int64_t>(0, b - R); j < b && ok; ++j) ok = find(i, j) != 0;
     }
@@ -401,7 +423,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   }
   PrefixMatch out;
   out.coordinator_ = id_;
-  out.num_tokens_ = t * lcm_;
+  out.num_tokens_ = t * alignment_;
   BlockPool::Stats& st = pool_->stats_;
   ++st.match_calls;
   st.match_tokens_queried += static_cast<int64_t>(keys.size()) * base_;
@@ -409,7 +431,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   out.begin_.resize(g + 1);
   int64_t slots = 0, real = 0;
   for (size_t i = 0; i < g; ++i) {
-    const int64_t b = t * (lcm_ / managers_[i].block_size());
+    const int64_t b = t * (alignment_ / managers_[i].block_size());
     const int64_t R = resume_at(i, b);
     out.begin_[i] = slots;
     slots += b;

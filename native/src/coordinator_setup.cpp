@@ -57,7 +57,8 @@ void GroupSpec::check() const {
   }
 }
 
-Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host)
+Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host,
+                         int64_t alignment)
     : specs_(std::move(specs)),
       pool_(&pool),
       host_(host),
@@ -75,6 +76,12 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
     if (lcm_ > geometry::INT32_MAX_TOKENS)
       fail("specs", "have page sizes whose lcm exceeds 2**31 - 1");
   }
+  if (alignment < 0 || alignment > geometry::INT32_MAX_TOKENS)
+    fail("alignment", "must be in [1, 2**31 - 1], got " + std::to_string(alignment));
+  if (alignment % lcm_ != 0)
+    fail("alignment", "must be a multiple of the lcm of the block sizes (" +
+                          std::to_string(lcm_) + "), got " + std::to_string(alignment));
+  alignment_ = alignment == 0 ? lcm_ : alignment;
   pinned_.assign(specs_.size(), 0);
   managers_.reserve(specs_.size());
   for (const GroupSpec& s : specs_) {
@@ -83,9 +90,10 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
         managers_.push_back(FullAttentionManager(s.block_size));
         break;
       case GroupKind::sliding:
-        // Live-tail groups align to the lcm so every group can resume at the same boundaries.
-        managers_.push_back(
-            SlidingWindowManager(s.block_size, *s.sliding_window, s.live_tail_alloc ? lcm_ : 0));
+        // Live-tail groups align to the alignment (a multiple of the lcm), so every group can
+        // resume at the same boundaries.
+        managers_.push_back(SlidingWindowManager(s.block_size, *s.sliding_window,
+                                                 s.live_tail_alloc ? alignment_ : 0));
         break;
       case GroupKind::state:
         managers_.push_back(StateManager(s.block_size));

@@ -73,9 +73,9 @@ std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const
       for (int64_t j = 0; j < num_tokens / B; ++j) add(i, s, j);
       continue;
     }
-    // The R slots behind every lcm boundary up to num_tokens, each once, ascending.
+    // The R slots behind every aligned boundary up to num_tokens, each once, ascending.
     int64_t next = 0;
-    for (int64_t T = lcm_; T <= num_tokens; T += lcm_) {
+    for (int64_t T = alignment_; T <= num_tokens; T += alignment_) {
       const int64_t b = T / B;
       for (int64_t j = std::max(next, b - resume_at(i, b)); j < b; ++j) add(i, s, j);
       next = std::max(next, b);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
+#include <string>
 
 #include "helpers.h"
 #include "livetail/coordinator.h"
@@ -307,6 +309,71 @@ TEST(Tokens, NamesKeepTheirSlotsTokenIdsAndStoredEventsCarryThem) {
   // 16 new full-group ids a round (rounds 1-5) on top of the first 24: 104 without compaction,
   // which runs once the dropped ids outweigh twice the live ones plus a call's reservation.
   EXPECT_EQ(most, 56u);
+}
+
+// Semantics 13.4 and 13.9: a sliding group B=8 W=12 (R = 2) at alignment 32 (4 pages per
+// boundary) names only slots s with s mod 4 >= 2; at the lcm (8) every full slot.
+std::vector<int64_t> named_slots(const BlockPool& pool, const BlockTable& t) {
+  std::vector<int64_t> out;
+  int32_t g;
+  Key k;
+  for (size_t j = 0; j < t.page_ids().size(); ++j)
+    if (t.page_ids()[j] != 0 && pool.name(t.page_ids()[j], g, k)) out.push_back(static_cast<int64_t>(j));
+  return out;
+}
+
+TEST(SparseNaming, ALiveGroupAtAlignment32NamesTheSlotsBehindItsMultiples) {
+  BlockPool pool(64);
+  Coordinator c({GroupSpec(GroupKind::sliding, 8, 12, true)}, pool, nullptr, 32);
+  EXPECT_EQ(c.alignment(), 32);
+  Request r(1);
+  const std::vector<Key> keys = page_keys(tokens(200), 8);
+  ASSERT_TRUE(c.acquire(r.ptrs, 200));
+  EXPECT_EQ(pool.num_pinned(), 13);  // 12 resume pages and slot 24, in the window at 200
+  EXPECT_EQ(c.cache_full_blocks(r.ptrs, keys, 200), 12);
+  EXPECT_EQ(named_slots(pool, r[0]),
+            (std::vector<int64_t>{2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23}));
+  EXPECT_EQ(c.match_prefix(keys).num_tokens(), 192);
+}
+
+TEST(SparseNaming, AtTheDefaultAlignmentEveryFullSlotIsNamed) {
+  BlockPool pool(64);
+  Coordinator c({GroupSpec(GroupKind::sliding, 8, 12, true)}, pool);
+  EXPECT_EQ(c.alignment(), 8);
+  Request r(1);
+  const std::vector<Key> keys = page_keys(tokens(200), 8);
+  ASSERT_TRUE(c.acquire(r.ptrs, 200));
+  EXPECT_EQ(c.cache_full_blocks(r.ptrs, keys, 200), 25);
+  std::vector<int64_t> all(25);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(named_slots(pool, r[0]), all);
+  EXPECT_EQ(c.match_prefix(keys).num_tokens(), 200);
+}
+
+TEST(SparseNaming, FreedUnnamedPagesJoinTheFrontAndNamedOnesTheBack) {
+  BlockPool pool(40);
+  Coordinator c({GroupSpec(GroupKind::sliding, 8, 12, false)}, pool, nullptr, 32);
+  Request r(1);
+  const std::vector<Key> keys = page_keys(tokens(200), 8);
+  ASSERT_TRUE(c.acquire(r.ptrs, 200));
+  EXPECT_EQ(slots_of(r[0]), iota(1, 26));
+  EXPECT_EQ(c.cache_full_blocks(r.ptrs, keys, 200), 12);
+  c.free(r.ptrs);
+  const Pages unnamed{1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22, 25};
+  const Pages named{24, 23, 20, 19, 16, 15, 12, 11, 8, 7, 4, 3};
+  EXPECT_EQ(queue_of(pool), concat({unnamed, iota(26, 40), named}));
+}
+
+TEST(SparseNaming, AnAlignmentOffTheLcmIsRefusedByName) {
+  BlockPool pool(8);
+  for (int64_t a : {int64_t{12}, int64_t{-8}, int64_t{1} << 31}) {
+    try {
+      Coordinator c({GroupSpec(GroupKind::sliding, 8, 12, true)}, pool, nullptr, a);
+      ADD_FAILURE() << "alignment " << a << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("alignment ", 0), 0u) << e.what();
+    }
+  }
 }
 
 }  // namespace

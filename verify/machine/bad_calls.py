@@ -200,4 +200,11 @@ BAD_CALLS: dict[str, BadCall] = {
     "coordinator-no-groups": BadCall(
         "ValueError", _always, lambda s, r, g: s.mod.Coordinator([], s.pool)
     ),
+    "coordinator-alignment-off-lcm": BadCall(
+        "ValueError",
+        _always,
+        lambda s, r, g: s.mod.Coordinator(
+            [s.mod.GroupSpec("full", 8)], s.pool, alignment=12
+        ),
+    ),
 }

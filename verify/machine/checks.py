@@ -345,8 +345,8 @@ class LockstepChecks:
             problems.append("match_prefix changed state")
         matched, pages = f["match_tokens"], f["match_pages"]
         geo = self.geometry
-        if matched % geo.lcm or matched > f["keys"] * geo.base:
-            problems.append(f"matched {matched} tokens: not a multiple of {geo.lcm} in the keys")
+        if matched % geo.align or matched > f["keys"] * geo.base:
+            problems.append(f"matched {matched} tokens: not a multiple of {geo.align} in the keys")
         for g, pg in enumerate(pages):
             b_g = matched // geo.groups[g].block_size
             need = [j >= self._resume_floor(g, b_g) for j in range(b_g)]

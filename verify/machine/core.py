@@ -72,7 +72,7 @@ class LockstepCore(LockstepChecks):
             raise ValueError("need at least one implementation")
         self.plugged = {kind: ext for ext in self.extensions for kind in ext.ops}
         self.geometry = geometry
-        self.rules = [GroupRule.of(g, geometry.lcm) for g in geometry.groups]
+        self.rules = [GroupRule.of(g, geometry.align) for g in geometry.groups]
         self.sides = [Side(i, geometry) for i in impls]
         # Prefix ops run only when every side has section 8.
         self.prefix = all(side.prefix for side in self.sides)
@@ -264,7 +264,7 @@ class LockstepCore(LockstepChecks):
         two coordinator queries about every other request (in case an implementation keeps
         hidden state that goes stale).
         """
-        lcm = self.geometry.lcm
+        lcm = self.geometry.align  # the alignment: hits and resume pages sit on its multiples
         plan: dict[str, Query] = {}
 
         def add(q: Query) -> None:

@@ -80,7 +80,7 @@ class HostWorld:
             (g.kind, g.block_size, g.sliding_window, g.live_tail_alloc) for g in geometry.groups
         ]
         self.base = geometry.base
-        self.lcm = geometry.lcm
+        self.align = geometry.align  # boundaries: its multiples (semantics 13.9)
         self.sides = [HostSide.build(i, geometry) for i in impls]
         n = geometry.num_requests
         self.doc = list(range(n))  # distinct prompts beyond a shared prefix
@@ -133,7 +133,7 @@ class HostWorld:
                 C = self.geometry.groups[g].attention_chunk_size
                 wanted = {
                     j
-                    for T in range(self.lcm, n + 1, self.lcm)
+                    for T in range(self.align, n + 1, self.align)
                     for j in range(
                         T // C * C // B if C is not None else max(0, T // B - R), T // B
                     )

@@ -66,10 +66,16 @@ class HostMachine(RuleBasedStateMachine):
         layout=st.integers(0, len(LAYOUTS) - 1),
         device=st.sampled_from([16, 24, 40]),
         host=st.sampled_from([4, 5, 8, 24]),
+        wide=st.booleans(),
     )
-    def setup(self, layout: int, device: int, host: int) -> None:
+    def setup(self, layout: int, device: int, host: int, wide: bool) -> None:
         groups = layout_groups(LAYOUTS[layout])
-        self.world = HostWorld(Geometry(groups, device, NUM_REQUESTS, host), self.impls)
+        geometry = Geometry(groups, device, NUM_REQUESTS, host)
+        # Half the worlds align to two lcms (semantics 13.9): hits, resume pages, names and
+        # offloads on its multiples only.
+        if wide:
+            geometry = Geometry(groups, device, NUM_REQUESTS, host, 2 * geometry.lcm)
+        self.world = HostWorld(geometry, self.impls)
 
     # -- rules ------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ class GroupRule:
     C: int | None = None  # a chunked group's chunk size (section 13.2)
 
     @staticmethod
-    def of(g: GroupGeometry, lcm: int) -> GroupRule:
+    def of(g: GroupGeometry, align: int) -> GroupRule:
         if g.kind == "full":
             return GroupRule("full", g.block_size, None, 0)
         if g.kind == "state":
@@ -35,7 +35,9 @@ class GroupRule:
         if g.kind == "chunked":
             # W = 1 only marks a reclaiming group; the chunk size C decides the reads.
             return GroupRule("chunked", g.block_size, 1, 0, g.attention_chunk_size)
-        return GroupRule("sliding", g.block_size, g.sliding_window, lcm if g.live_tail_alloc else 0)
+        return GroupRule(
+            "sliding", g.block_size, g.sliding_window, align if g.live_tail_alloc else 0
+        )
 
 
 def oracle_slid_out(f: int, W: int, B: int) -> int:

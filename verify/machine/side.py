@@ -248,16 +248,17 @@ class Side:
             for g in geometry.groups
         ]
         self.pool = m.BlockPool(geometry.num_blocks, events=True)
-        self.coord = m.Coordinator(specs, self.pool)
+        align = geometry.alignment  # None: the lcm
+        self.coord = m.Coordinator(specs, self.pool, alignment=align)
         self.managers = list(self.coord.managers)
         # Another pool and coordinator over it: the target of foreign-pool abuses.
         # Room for one page per group, so a one-token acquire there always binds a table
         # (and no larger than it needs: a trace's pool may be huge).
         self.other_pool = m.BlockPool(other_pool_size(geometry))
-        self.other_coord = m.Coordinator(specs, self.other_pool)
+        self.other_coord = m.Coordinator(specs, self.other_pool, alignment=align)
         # A second coordinator over the same pool: the target of the abuses of another
         # coordinator's tables (an acquire or claim binds a table to its coordinator).
-        self.twin_coord = m.Coordinator(specs, self.pool)
+        self.twin_coord = m.Coordinator(specs, self.pool, alignment=align)
         self.owned = [[False for _ in geometry.groups] for _ in range(geometry.num_requests)]
         self.tables = [self.coord.new_tables() for _ in range(geometry.num_requests)]
         # Read the pool's name counts (set by the lockstep core when every side has section 8).

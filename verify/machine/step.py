@@ -187,6 +187,7 @@ def recorded_trace(
         variant=variant,
         observed=observed,
         host_blocks=geometry.host_blocks,
+        alignment=geometry.alignment,
     )
 
 

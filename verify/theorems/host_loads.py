@@ -111,7 +111,7 @@ def _call(what: str, fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
 def _walk_statement(what: str, bystander: str = "") -> str:
     return f"""Bounded, exhaustive over the spec's classes (semantics section 10, {what}):
     {bystander}for the {len(HOST_LAYOUTS)} coordinators of
-    offload-is-reachable-set-bounded (5 with livetail verify --quick), a first request
+    offload-is-reachable-set-bounded (6 with livetail verify --quick), a first request
     computing every prompt of N <= 2*lcm+1 tokens (N <= lcm+1 with --quick) chunk by chunk
     (every chunking for N <= 4, else the chunkings of match-is-read-only-bounded), each
     chunk named, offloading after naming each chunk (before its reclaim) or once after its

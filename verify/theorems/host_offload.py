@@ -157,7 +157,7 @@ def _offload_search(
     {len(HOST_LAYOUTS)} coordinators with a host pool (a full group alone; live-tail sliding
     groups with holes, R = 1 and R = 2, page sizes 1 and 2; live tail with W = 1; plain
     sliding beside a state group; a live group beside a state and a full group; a full group
-    beside a state group; lcm up to 4; 5 of them with livetail verify --quick), a request
+    beside a state group; lcm up to 4; 6 of them with livetail verify --quick), a request
     computing every prompt of N <= 2*lcm+1 tokens chunk by chunk (every chunking for N <=
     4, else the chunkings of match-is-read-only-bounded), each
     chunk named, in a device pool that is tight or roomy and a host pool of 1 usable page, about
@@ -245,7 +245,7 @@ KEEPS_HITS_EXHAUSTIVE = 6  # ... every chunking for N <= 6
     "offload-preserves-hits-bounded",
     f"""Bounded, exhaustive over the spec's classes (semantics section 10, offload then
     match across tiers): for the {len(HOST_LAYOUTS)} coordinators of
-    offload-is-reachable-set-bounded (5 with livetail verify --quick), a request computing
+    offload-is-reachable-set-bounded (6 with livetail verify --quick), a request computing
     every prompt of N <= 3*lcm+1 tokens (N <= 2*lcm+1 with --quick) chunk by chunk (every
     chunking for N <= 6, else the chunkings of match-is-read-only-bounded), naming each
     chunk, then offloading it (plan_offload up to the chunk's end, complete_offload) before
@@ -272,10 +272,11 @@ def offload_preserves_hits(p: Prover) -> None:
     "offload-set-is-reachable-set",
     """Executes the offload's slot rule (spec/slots.py reachable, which the model's
     offload_set asks of every slot below n / B) on a symbolic slot j, token count n, page
-    size B and lcm of q pages (all unbounded), for a full group, a state group and sliding
-    groups (W unbounded): the rule picks exactly section 10's reachable slots. For a full
-    group, the slots j < n / B; for a sliding or state group, the slots in [b - R, b) of
-    some lcm boundary b (a multiple of q) with b*B <= n: every slot the rule picks lies
+    size B and the coordinator's alignment of q pages (the lcm by default; all unbounded),
+    for a full group, a state group and sliding groups (W unbounded): the rule picks exactly
+    section 10's reachable slots. For a full group, the slots j < n / B; for a sliding or
+    state group, the slots in [b - R, b) of some aligned boundary b (a multiple of q) with
+    b*B <= n: every slot the rule picks lies
     behind such a boundary (the first boundary above it), and every slot behind one is
     picked. No slot at or past n / B is picked, so asking the slots below n / B is enough.
     Unbounded.""",

@@ -54,6 +54,7 @@ from .worlds.prefix import (
     chunkings,
     claim_op,
     lcm_of,
+    like,
     pages_ever,
     prompt_lengths,
     supports,
@@ -436,7 +437,7 @@ def _hit_search(layouts: Sequence[Layout], exhaustive: int) -> tuple[int, Values
     for layout in layouts:
         L, base = lcm_of(layout), base_of(layout)
         has_state = any(g.kind == "state" for g in layout)
-        plain = tuple(g.full_allocation() for g in layout)
+        plain = like(layout, [g.full_allocation() for g in layout])
         # Every allocation pops a page never used before: no eviction at any point.
         nb = 1 + pages_ever(layout, HIT_MAX_N * L + 1)
         runs = Prefixes(World(layout, nb, 2)), Prefixes(World(plain, nb, 2))
@@ -479,16 +480,19 @@ def _hit_search(layouts: Sequence[Layout], exhaustive: int) -> tuple[int, Values
 
 @theorem(
     "live-tail-never-costs-a-hit-bounded",
-    """Bounded, exhaustive over the spec's classes (semantics section 7, property 8): for 18
+    """Bounded, exhaustive over the spec's classes (semantics section 7, property 8): for 22
     coordinators (live-tail sliding groups with holes, degenerate live tail, W = 1, two live
-    groups, live page size 3, plain sliding, full and state groups; lcm up to 6), a request that
-    computed N <= 3*lcm+1 tokens chunk by chunk (every chunking for N <= 8, 6 with livetail
-    verify --quick, else up to 8 as in match-is-read-only-bounded), naming each chunk's pages
-    before reclaiming them, in a pool where no allocation evicts: a later match of any prompt
-    length that is 0, an lcm multiple up to N+lcm or one base page less, while the request holds
-    its pages and after it freed them, returns exactly the greatest lcm multiple T <= min(N,
+    groups, live page size 3, plain sliding, full and state groups; lcm up to 6; four of them
+    with an alignment of 3 or 4 above their lcm, semantics 13.9, where sliding and state
+    groups name only the slots behind its multiples), a request that computed N <=
+    3*lcm+1 tokens chunk by chunk (every chunking for N <= 8, 6 with livetail verify --quick,
+    else up to 8 as in match-is-read-only-bounded), naming each chunk's pages before
+    reclaiming them, in a pool where no allocation evicts: a later match of any prompt length
+    that is 0, an lcm multiple up to N+lcm or one base page less, while the request holds its
+    pages and after it freed them, returns exactly the greatest lcm multiple T <= min(N,
     prompt) that, for every state group, was a chunk end (without state groups simply the
-    greatest), and the same as the same run with every sliding group on full allocation. The
+    greatest), and the same as the same run with every sliding group on full allocation
+    (with an alignment, read "alignment" for "lcm" throughout). The
     geometric core is proved unbounded by live-tail-resume-pages-kept (no resume page of an
     aligned boundary is ever a hole) and reclaim-releases-only-expired (a reclaimed slot is full
     at the reclaim frontier, so it was named first).""",

@@ -48,7 +48,7 @@ from .live_tail_safety import (
     live_tail_minimal,
     resume_pages_kept,
 )
-from .naming import naming_reaches
+from .naming import naming_only_reachable, naming_reaches
 from .plans import step_plan, step_plan_bounded
 from .prefix import (
     claim_takes_consumed,
@@ -109,6 +109,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (chunked_reclaim_exact, "7.5 (a chunked group's reclaim bound, section 13.2)"),
     (chunked_hit_rule, "7.8 (a chunked group's hit rule, section 13.2)"),
     (naming_reaches, "7.8 (naming reaches every page a hit needs)"),
+    (naming_only_reachable, "7.8 (sparse naming: nothing a hit cannot use, 13.4)"),
     (step_plan, "7.10 (two requests, no page shared between them)"),
     (events_replay, "7.12 (replay = names, inductive per name)"),
     (retention_queue, "7.9 (the free queue's order, inductive)"),

@@ -62,12 +62,17 @@ class DetachedTables {
 class Coordinator {
  public:
   // Throws std::invalid_argument for no specs or an lcm of page sizes above 2**31 - 1.
-  // host: the host tier's pool (semantics section 10), or none.
-  Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host = nullptr);
+  // host: the host tier's pool (semantics section 10), or none. alignment (semantics 13.9):
+  // prefix hits land on its multiples and live-tail groups keep resume pages behind them
+  // only; 0 = the lcm, else a positive multiple of the lcm up to 2**31 - 1
+  // (std::invalid_argument "alignment ..." otherwise, nothing built).
+  Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host = nullptr,
+              int64_t alignment = 0);
 
   int64_t num_groups() const noexcept { return static_cast<int64_t>(managers_.size()); }
   int64_t base_block_size() const noexcept { return base_; }
   int64_t lcm_block_size() const noexcept { return lcm_; }
+  int64_t alignment() const noexcept { return alignment_; }
   BlockPool& pool() const noexcept { return *pool_; }
   HostPool* host() const noexcept { return host_; }
   const std::vector<GroupSpec>& specs() const noexcept { return specs_; }
@@ -102,9 +107,12 @@ class Coordinator {
   // otherwise, checked in O(len(keys))).
 
   // Names every real slot j of every group with (j+1)*B <= num_tokens and (j+1)*k <=
-  // len(keys) (k = B / base) that has no name yet, as (group, keys[(j+1)*k - 1]); state groups
-  // only the slot ending exactly at num_tokens. Returns the pages newly named. Costs the slots
-  // newly covered since the table's last call (a per-table cursor), not the table.
+  // len(keys) (k = B / base) that has no name yet and can serve a match, as (group,
+  // keys[(j+1)*k - 1]): every such slot of a full group; of a sliding group only the R slots
+  // behind each multiple of the alignment (semantics 13.4); of a state group only the slot
+  // ending exactly at num_tokens, when num_tokens is a multiple of the alignment. Returns the
+  // pages newly named. Costs the slots newly covered since the table's last call (a per-table
+  // cursor), not the table.
   // num_tokens above a table's extent is an error.
   int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
                             int64_t num_tokens);
@@ -114,9 +122,9 @@ class Coordinator {
   // [j*B, (j+1)*B)), and its stored event carries them.
   int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
                             int64_t num_tokens, std::span<const uint32_t> token_ids);
-  // Read-only: the greatest multiple T of the lcm, T <= len(keys) * base, that every group
-  // supports, with the pages to resume from (earliest registered copy in use, else the
-  // earliest). Probes at most (T_max / lcm) * (resume pages of the groups) names, plus the
+  // Read-only: the greatest multiple T of the alignment, T <= len(keys) * base, that every
+  // group supports, with the pages to resume from (earliest registered copy in use, else the
+  // earliest). Probes at most (T_max / alignment) * (resume pages of the groups) names, plus the
   // longest named prefix of each full group.
   PrefixMatch match_prefix(std::span<const Key> keys) const;
   // The matched real pages that are free now: the free pages claim(match) takes.
@@ -137,7 +145,7 @@ class Coordinator {
 
   // Host pages for every reachable named device page up to num_tokens whose name the host
   // does not hold (full groups: named slots below num_tokens / B; sliding and state groups:
-  // the R slots behind every lcm boundary up to num_tokens), in group then slot order, one
+  // the R slots behind every aligned boundary up to num_tokens), in group then slot order, one
   // all-or-nothing host allocation; each device page gets one more reference. No value
   // (nothing changed) when the host pool is short. num_tokens above an extent throws.
   std::optional<OffloadPlan> plan_offload(std::span<BlockTable* const> tables,
@@ -224,6 +232,7 @@ class Coordinator {
   uint64_t next_load_ = 1;
   int64_t base_ = 0;
   int64_t lcm_ = 0;
+  int64_t alignment_ = 0;
   uint64_t id_;
 };
 

@@ -42,8 +42,10 @@ struct Longest {
 };
 
 // rows: the rows of keys 0 .. n-1 (keys of base pages); every rule's size is a multiple of
-// base and divides lcm; lcm <= 2^31 - 1. The boundary T is a multiple of lcm, at most
-// min(n * base, 2^31 - 1), and counts if every group supports it (semantics section 8).
+// base and divides lcm; lcm <= 2^31 - 1. `lcm` is the boundary step: the engine's alignment
+// (semantics 13.9), the lcm of its page sizes or a multiple of it. The boundary T is a
+// multiple of it, at most min(n * base, 2^31 - 1), and counts if every group supports it
+// (semantics section 8).
 Longest longest(std::span<const uint8_t> presence, size_t width, std::span<const int32_t> rows,
                 int64_t base, int64_t lcm, std::span<const GroupRule> rules);
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -62,7 +63,13 @@ class PrefixIndex:
         """Engine ids in the order the index first heard of them (``best`` breaks ties so)."""
         return list(self._engines)
 
-    def add_engine(self, engine_id: Hashable, layout: Iterable[Any] | None = None) -> None:
+    def add_engine(
+        self,
+        engine_id: Hashable,
+        layout: Iterable[Any] | None = None,
+        *,
+        alignment: int | None = None,
+    ) -> None:
         """Registers an engine, with its group layout if given (exact from the first batch).
 
         ``layout``: per group, ``(block_size, kv_cache_spec_kind, sliding_window)`` as
@@ -70,6 +77,12 @@ class PrefixIndex:
         layout, a stored event that disagrees with it, or names a group outside it, is a
         ``ValueError``. Registering a known engine again with a layout replaces its layout
         only if it agrees with the one learned so far.
+
+        ``alignment``: the engine coordinator's ``alignment`` (semantics 13.9; for vLLM its
+        ``prefix_cache_retention_interval``), which the event stream does not carry; needs
+        ``layout`` and must be a positive multiple of its page sizes' lcm (``ValueError``
+        otherwise, nothing changed). None: the lcm. Answers are then its multiples, as the
+        engine's ``match_prefix`` returns.
         """
         _hashable(engine_id)
         groups = None
@@ -81,6 +94,18 @@ class PrefixIndex:
                 raise ValueError("layout must have at least one group")
             if len(groups) > _MAX_GROUPS:
                 raise ValueError(f"layout: at most {_MAX_GROUPS} groups")
+        if alignment is not None:
+            if groups is None:
+                raise ValueError("alignment needs the engine's layout (to check it against)")
+            if type(alignment) is not int or alignment < 1:
+                raise ValueError(f"alignment must be an int >= 1, got {alignment!r}")
+            lcm = 1
+            for size, _, _ in groups:
+                lcm = lcm * size // math.gcd(lcm, size)
+            if alignment % lcm:
+                raise ValueError(
+                    f"alignment must be a multiple of the layout's lcm ({lcm}), got {alignment}"
+                )
         eng = self._engines.get(engine_id)
         if eng is not None and groups is not None:
             if len(eng.groups) > len(groups):
@@ -96,6 +121,7 @@ class PrefixIndex:
             self._grow_groups(eng, len(groups))
             eng.groups = list(groups)
             eng.fixed = True
+            eng.alignment = alignment
             eng.relayout()
 
     def remove_engine(self, engine_id: Hashable) -> None:

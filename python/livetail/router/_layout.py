@@ -95,8 +95,9 @@ def _known(layout: GroupLayout) -> bool:
 
 class _Engine:
     __slots__ = (
-        "id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready", "rules"
-    )
+        "id", "groups", "cols", "expected", "gaps", "fixed", "base", "lcm", "ready", "rules",
+        "alignment",
+    )  # fmt: skip
 
     def __init__(self, engine_id: Hashable) -> None:
         self.id = engine_id
@@ -109,6 +110,14 @@ class _Engine:
         self.lcm = 0
         self.ready = False  # every group's layout known
         self.rules: np.ndarray | None = None  # (block size, resume, column) per group, cached
+        # The engine coordinator's alignment (semantics 13.9), given with its layout; None:
+        # the lcm, all that an event stream tells.
+        self.alignment: int | None = None
+
+    @property
+    def align(self) -> int:
+        """Boundaries the engine's match_prefix lands on are multiples of this."""
+        return self.lcm if self.alignment is None else self.alignment
 
     def relayout(self) -> None:
         self.rules = None

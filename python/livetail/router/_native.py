@@ -54,7 +54,7 @@ def answer(
     todo = []
     out: dict[Hashable, int] = {}
     for e in ready:
-        if e.lcm > INT32_MAX:
+        if e.align > INT32_MAX:
             out[e.id] = 0  # not even one boundary fits in 2**31 - 1 tokens
             continue
         if e.rules is None:
@@ -73,7 +73,7 @@ def answer(
     while todo:
         going = []
         for e in todo:
-            t, through = _core._router_longest(presence, rows, e.base, e.lcm, e.rules)
+            t, through = _core._router_longest(presence, rows, e.base, e.align, e.rules)
             out[e.id] = t
             if through and c < n:
                 going.append(e)

@@ -82,7 +82,7 @@ def answer(
     first_chunk: int,
 ) -> dict[Hashable, int]:
     """The greatest supported boundary of each engine in ``ready`` (engines of one base whose
-    layout is known) for the key hashes ``h``; engines of one layout at once."""
+    layout is known) for the key hashes ``h``; engines of one layout and alignment at once."""
     # Keys are looked up in growing chunks while some engine's full groups still hold
     # every slot so far: past the first slot that each engine's full groups miss, no
     # answer can grow. (An engine without a full group may match anywhere: all keys.)
@@ -96,9 +96,9 @@ def answer(
         c = nxt
     # One gather for every column: present[i, c] is key i's tier bits in column c.
     present = presence[rows]
-    same: dict[tuple[GroupLayout | None, ...], list[_Engine]] = {}
-    for e in ready:
-        same.setdefault(tuple(e.groups), []).append(e)
+    same: dict[tuple[tuple[GroupLayout | None, ...], int], list[_Engine]] = {}
+    for e in ready:  # one layout and one alignment (the boundary step) per call
+        same.setdefault((tuple(e.groups), e.align), []).append(e)
     out: dict[Hashable, int] = {}
     for es in same.values():
         got = _answers(es[0], [e.cols for e in es], present, c)
@@ -133,7 +133,7 @@ def _answers(eng: _Engine, cols: list[list[int]], present: np.ndarray, n: int) -
     ``cols``: per engine, its presence column per group; ``present``: the tier bits of the
     query's keys (rows) in every column.
     """
-    base, L = eng.base, eng.lcm
+    base, L = eng.base, eng.align
     E = len(cols)
     M = np.full(E, min(n * base, INT32_MAX) // L, np.int64)  # boundaries T = m * L, m <= M
     partial: list[tuple[np.ndarray, int, int]] = []

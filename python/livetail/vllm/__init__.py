@@ -6,10 +6,13 @@ vLLM's null block too) and the blocks it hands out are vLLM's own ``KVCacheBlock
 in vLLM's ``KVCacheBlocks``. ``Scheduler`` / ``AsyncScheduler`` are vLLM's schedulers
 built on it, for ``scheduler_cls``.
 
-Groups: full attention -> livetail ``full``; sliding window -> ``sliding`` with live tail
-off unless the group is listed in ``live_tail_groups`` (only for kernels that read the
-chunk from activations: README, "Under vLLM's scheduler"); Mamba without a prefix-cache
-mode -> ``state``. Every other feature raises ``NotImplementedError`` naming it.
+Groups, by one table from vLLM's spec class (``_groups.SPEC_KINDS``): full attention and
+MLA -> livetail ``full``; sliding window (MLA too) -> ``sliding`` with live tail off unless
+the group is listed in ``live_tail_groups`` or ``LIVETAIL_LIVE_TAIL_GROUPS`` (only for
+kernels that read the chunk from activations: README, "Under vLLM's scheduler"); Mamba
+without a prefix-cache mode -> ``state``. Speculative decoding (lookahead slots, EAGLE's
+block drop, prefill lookahead) as vLLM's manager does it. Every other feature raises
+``NotImplementedError`` naming it.
 
 This package is the only part of livetail that imports vLLM. Its modules: ``_groups``
 (vLLM's groups as livetail group specs, block hashes as keys, the refusals), ``_manager``

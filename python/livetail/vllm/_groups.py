@@ -1,18 +1,34 @@
 """vLLM's KV-cache groups as livetail group specs, vLLM's block hashes as livetail keys, and
 the one error for every vLLM feature the adapter refuses (with the record of what was hit).
+
+``SPEC_KINDS`` is the one table from a vLLM spec class to a livetail group (as vLLM's
+``register_all_kvcache_specs`` maps spec classes to managers): a new spec class is one line.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 
 from vllm.v1.kv_cache_interface import (
+    ChunkedLocalAttentionSpec,
+    CircularBufferSpec,
+    CrossAttentionSpec,
+    EncoderOnlyAttentionSpec,
     FullAttentionSpec,
+    HiddenStateCacheSpec,
+    HiSparseHotSpec,
+    HiSparseResidentSpec,
     KVCacheConfig,
     KVCacheSpec,
     MambaSpec,
+    MLAAttentionSpec,
+    RSWASpec,
+    SinkFullAttentionSpec,
+    SlidingWindowMLASpec,
     SlidingWindowSpec,
+    UniformTypeKVCacheSpecs,
 )
 
 import livetail
@@ -52,8 +68,109 @@ def key_of(block_hash: bytes) -> bytes:
     return hashlib.sha256(KEY_DERIVATION_PREFIX + bytes(block_hash)).digest()
 
 
-def _exact(spec: KVCacheSpec, cls: type) -> bool:
-    return type(spec) is cls
+# -- one function per livetail kind: (vLLM spec, group index, live tail?) -> GroupSpec ------
+
+_Mapper = Callable[[KVCacheSpec, int, bool], livetail.GroupSpec]
+
+
+def _not_sliding(g: int, live: bool) -> None:
+    if live:
+        raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
+
+
+def _full(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+    """vLLM's FullAttentionManager: every token keeps its slot. A ``sliding_window`` on a
+    full-attention spec (the hybrid allocator off) is computed by the kernel only: vLLM's
+    manager allocates and keeps every token's slot, and so does this group. ``non_causal``
+    changes the engine's scheduling policy only, not the layout."""
+    assert isinstance(spec, FullAttentionSpec)
+    if spec.attention_chunk_size is not None:
+        raise unsupported(
+            f"chunked local attention (group {g}: FullAttentionSpec(attention_chunk_size="
+            f"{spec.attention_chunk_size}); needs a 'chunked' group kind in the core)"
+        )
+    _not_sliding(g, live)
+    return livetail.GroupSpec("full", spec.block_size)
+
+
+def _sink_full(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+    """vLLM's SinkFullAttentionManager: a full-attention manager that checks the sink."""
+    assert isinstance(spec, SinkFullAttentionSpec)
+    sink = spec.sink_len
+    if sink is None or sink <= 0 or sink % spec.block_size:
+        raise ValueError(
+            f"group {g}: sink_len {sink} must be a positive multiple of the block size "
+            f"{spec.block_size}"
+        )
+    return _full(spec, g, live)
+
+
+def _sliding(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+    """vLLM's SlidingWindowManager. ``extra_retained_tokens`` E: vLLM skips (frees) the
+    tokens below ``num_computed - W + 1 - E``, which is a window of W + E for reclaim; the
+    group is a livetail sliding group of window W + E. Its hits need the pages of the last
+    W + E - 1 tokens behind a boundary where vLLM needs W - 1: never a longer hit than
+    vLLM's (docs/decisions.md)."""
+    assert isinstance(spec, SlidingWindowSpec)
+    if isinstance(spec, SlidingWindowMLASpec) and spec.bounded_replay:
+        raise unsupported(
+            f"bounded replay (group {g}: SlidingWindowMLASpec(bounded_replay=True) is a group "
+            "outside prefix caching, which the core has no kind for)"
+        )
+    return livetail.GroupSpec(
+        "sliding",
+        spec.block_size,
+        sliding_window=spec.sliding_window + spec.extra_retained_tokens,
+        live_tail_alloc=live,
+    )
+
+
+def _state(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+    """vLLM's MambaManager in mode "none": one state page per request."""
+    assert isinstance(spec, MambaSpec)
+    if spec.mamba_cache_mode != "none":
+        raise unsupported(f"Mamba cache mode {spec.mamba_cache_mode!r} (group {g})")
+    if spec.num_speculative_blocks or spec.num_prefill_checkpoint_blocks:
+        raise unsupported(f"Mamba speculative or checkpoint blocks (group {g})")
+    _not_sliding(g, live)
+    return livetail.GroupSpec("state", spec.block_size)
+
+
+def _refused(feature: str) -> _Mapper:
+    def refuse(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+        raise unsupported(f"{feature} (group {g}: {type(spec).__name__})")
+
+    return refuse
+
+
+# vLLM spec class (exact type) -> its livetail group. A class not listed is refused by name.
+SPEC_KINDS: dict[type[KVCacheSpec], _Mapper] = {
+    FullAttentionSpec: _full,
+    MLAAttentionSpec: _full,
+    HiddenStateCacheSpec: _full,
+    SinkFullAttentionSpec: _sink_full,
+    SlidingWindowSpec: _sliding,
+    SlidingWindowMLASpec: _sliding,
+    MambaSpec: _state,
+    ChunkedLocalAttentionSpec: _refused(
+        "chunked local attention (needs a 'chunked' group kind in the core)"
+    ),
+    CrossAttentionSpec: _refused("cross attention (encoder-decoder models)"),
+    EncoderOnlyAttentionSpec: _refused("encoder-only attention groups"),
+    RSWASpec: _refused("reference sliding window (R-SWA: gap pages between prompt and window)"),
+    CircularBufferSpec: _refused("circular-buffer groups (one ring page per request)"),
+    HiSparseHotSpec: _refused("HiSparse groups"),
+    HiSparseResidentSpec: _refused("HiSparse groups"),
+}
+
+
+def scheduler_spec(spec: KVCacheSpec) -> KVCacheSpec:
+    """The spec vLLM's scheduler manages a group by: a ``UniformTypeKVCacheSpecs`` (every
+    layer of one type) by its first layer's, as vLLM's generate_scheduler_kv_cache_config
+    does before its manager is built."""
+    if isinstance(spec, UniformTypeKVCacheSpecs):
+        return spec.first_spec
+    return spec
 
 
 def group_specs(
@@ -67,49 +184,37 @@ def group_specs(
     writes the chunk into its pages and reads it back, so it must keep it off.
     """
     live = set(live_tail_groups)
-    out: list[livetail.GroupSpec] = []
-    for g, group in enumerate(kv_cache_config.kv_cache_groups):
-        spec = group.kv_cache_spec
-        name = type(spec).__name__
-        if getattr(group, "is_eagle_group", False):
-            raise unsupported(f"EAGLE draft-model KV-cache groups (group {g})")
-        if getattr(group, "host_resident", False):
-            raise unsupported(f"host-resident KV-cache groups (group {g})")
-        if _exact(spec, FullAttentionSpec):
-            if spec.attention_chunk_size is not None:
-                raise unsupported(f"chunked local attention (group {g})")
-            if spec.sliding_window is not None:
-                raise unsupported(
-                    f"sliding window computed in a full-attention group (group {g}, "
-                    "hybrid allocator off)"
-                )
-            if getattr(spec, "non_causal", False):
-                raise unsupported(f"non-causal attention (group {g})")
-            if g in live:
-                raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
-            out.append(livetail.GroupSpec("full", spec.block_size))
-        elif _exact(spec, SlidingWindowSpec):
-            if spec.extra_retained_tokens:
-                raise unsupported(f"extra retained sliding-window tokens (group {g})")
-            out.append(
-                livetail.GroupSpec(
-                    "sliding",
-                    spec.block_size,
-                    sliding_window=spec.sliding_window,
-                    live_tail_alloc=g in live,
-                )
-            )
-        elif _exact(spec, MambaSpec):
-            if spec.mamba_cache_mode != "none":
-                raise unsupported(f"Mamba cache mode {spec.mamba_cache_mode!r} (group {g})")
-            if spec.num_speculative_blocks or spec.num_prefill_checkpoint_blocks:
-                raise unsupported(f"Mamba speculative or checkpoint blocks (group {g})")
-            if g in live:
-                raise ValueError(f"live_tail_groups: group {g} is not a sliding-window group")
-            out.append(livetail.GroupSpec("state", spec.block_size))
-        else:
-            raise unsupported(f"{name} KV-cache groups (group {g})")
-    bad = sorted(live - set(range(len(out))))
+    groups = kv_cache_config.kv_cache_groups
+    bad = sorted(live - set(range(len(groups))))
     if bad:
         raise ValueError(f"live_tail_groups: no group {bad[0]}")
+    out: list[livetail.GroupSpec] = []
+    for g, group in enumerate(groups):
+        if getattr(group, "host_resident", False):
+            raise unsupported(f"host-resident KV-cache groups (group {g})")
+        if getattr(group, "role", "default") not in ("default", None):
+            raise unsupported(f"KV-cache group role {group.role!r} (group {g})")
+        spec = scheduler_spec(group.kv_cache_spec)
+        mapper = SPEC_KINDS.get(type(spec))
+        if mapper is None:
+            raise unsupported(f"{type(spec).__name__} KV-cache groups (group {g})")
+        out.append(mapper(spec, g, g in live))
     return out
+
+
+# The environment variable that names the live-tail groups in the process that builds the
+# manager (vLLM's engine core runs in its own process): comma-separated group indices.
+LIVE_TAIL_GROUPS_ENV = "LIVETAIL_LIVE_TAIL_GROUPS"
+
+
+def live_tail_groups_from_env() -> tuple[int, ...] | None:
+    """The groups ``LIVETAIL_LIVE_TAIL_GROUPS`` names, None when it is unset or empty."""
+    text = os.environ.get(LIVE_TAIL_GROUPS_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"{LIVE_TAIL_GROUPS_ENV}={text!r}: expected comma-separated group indices"
+        ) from None

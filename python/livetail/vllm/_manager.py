@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -19,7 +20,15 @@ from vllm.v1.request import Request, RequestStatus
 import livetail
 
 from ._events import _EventsAndStats
-from ._groups import KEY_BYTES, built_layouts, group_specs, key_of, layout_of, unsupported
+from ._groups import (
+    KEY_BYTES,
+    built_layouts,
+    group_specs,
+    key_of,
+    layout_of,
+    live_tail_groups_from_env,
+    unsupported,
+)
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
 
 
@@ -37,13 +46,38 @@ class _Req:
         self.named_keys = 0
 
 
+def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) -> int | None:
+    """The Coordinator's alignment (semantics 13.9) from vLLM's retention interval.
+
+    vLLM's ``prefix_cache_retention_interval``: a positive value retains sliding-window and
+    Mamba checkpoints every that many tokens: the alignment, when it is a multiple of the
+    groups' lcm (else a named refusal: hits could not land on it). ``None`` (dense) and ``0``
+    (vLLM keeps only its replay boundaries and shared-prefix junctions, which livetail does
+    not track) give the lcm: the densest alignment, so never fewer hits than vLLM keeps.
+    """
+    interval = getattr(kv_cache_config, "prefix_cache_retention_interval", None)
+    if not interval:
+        return None
+    lcm = 1
+    for s in specs:
+        lcm = lcm * s.block_size // math.gcd(lcm, s.block_size)
+    if interval % lcm:
+        raise unsupported(
+            f"prefix_cache_retention_interval {interval} that is not a multiple of the "
+            f"groups' lcm page size {lcm}"
+        )
+    return int(interval)
+
+
 class KVCacheManager(_EventsAndStats, _View):
     """vLLM 0.33's ``KVCacheManager`` interface on a livetail ``Coordinator``."""
 
     _what = "KVCacheManager"
 
     # Class-level default for live_tail_groups, so an engine that builds the manager through
-    # the scheduler (which passes vLLM's arguments only) can opt groups in.
+    # the scheduler (which passes vLLM's arguments only) can opt groups in. The environment
+    # variable LIVETAIL_LIVE_TAIL_GROUPS, read at construction, comes before it (it reaches
+    # vLLM's engine-core process; a class attribute set in the launching process does not).
     default_live_tail_groups: tuple[int, ...] = ()
     # True: vLLM's order of a request's freed unnamed blocks is NOT reproduced; livetail's
     # pool (semantics section 2) is used as is (docs/decisions.md, "vLLM adapter").
@@ -70,12 +104,8 @@ class KVCacheManager(_EventsAndStats, _View):
         live_tail_groups: Iterable[int] | None = None,
     ) -> None:
         built_layouts.append(layout_of(kv_cache_config))
-        if use_eagle:
-            raise unsupported("EAGLE prefix-cache block drop (speculative decoding)")
-        if num_hash_lookahead_tokens:
-            raise unsupported("hash lookahead tokens (speculative decoding)")
-        if num_prefill_lookahead:
-            raise unsupported("prefill lookahead (multi-module MTP)")
+        if num_hash_lookahead_tokens < 0 or num_prefill_lookahead < 0:
+            raise ValueError("lookahead token counts must be non-negative")
         if dcp_world_size != 1 or pcp_world_size != 1:
             raise unsupported("decode/prefill context parallelism (DCP/PCP)")
         if metrics_collector is not None:
@@ -86,8 +116,13 @@ class KVCacheManager(_EventsAndStats, _View):
             raise ValueError("kv_cache_config.num_blocks must be >= 1")
         if watermark < 0.0:
             raise ValueError("watermark must be non-negative")
+        if live_tail_groups is None:
+            live_tail_groups = live_tail_groups_from_env()
         live = self.default_live_tail_groups if live_tail_groups is None else live_tail_groups
         self.specs = group_specs(kv_cache_config, live)
+        self._live_tail = any(s.live_tail_alloc for s in self.specs)
+        if self._live_tail and (use_eagle or num_prefill_lookahead):
+            raise self._live_tail_with_drafts("use_eagle" if use_eagle else "num_prefill_lookahead")
         if enable_mamba_shared_prefix_checkpoint and any(s.kind == "state" for s in self.specs):
             raise unsupported("Mamba shared-prefix checkpoints")
 
@@ -100,7 +135,26 @@ class KVCacheManager(_EventsAndStats, _View):
         self.hash_block_size = hash_block_size
         self.enable_caching = enable_caching
         self.enable_kv_cache_events = enable_kv_cache_events
-        self.use_eagle = False
+        # Speculative decoding (semantics 13.3). use_eagle: every hit drops its last
+        # lcm-page (vLLM's drop_eagle_block, all groups as vLLM's coordinator falls back to
+        # when no group is flagged, and for flagged groups too: get_computed_blocks).
+        # num_prefill_lookahead L: the last L - 1 computed tokens may be re-prefilled, so
+        # they are not named yet (vLLM's num_reprefillable_tokens). Hash lookahead needs
+        # nothing here: the request's hashes already cover it and vLLM clears use_eagle.
+        self.use_eagle = use_eagle
+        self.num_hash_lookahead_tokens = num_hash_lookahead_tokens
+        self._reprefillable = max(0, num_prefill_lookahead - 1)
+        if (
+            enable_caching
+            and (use_eagle or any(g.is_eagle_group for g in kv_cache_config.kv_cache_groups))
+            and num_prefill_lookahead
+            and scheduler_block_size < num_prefill_lookahead
+        ):
+            raise ValueError(
+                f"Multi-module MTP with prefix caching requires scheduler_block_size"
+                f" (={scheduler_block_size}) >= num_speculative_tokens"
+                f" (={num_prefill_lookahead})."
+            )
         self.log_stats = log_stats
         self.metrics_collector = None
         self.prefix_cache_stats: PrefixCacheStats | None = PrefixCacheStats() if log_stats else None
@@ -124,7 +178,9 @@ class KVCacheManager(_EventsAndStats, _View):
         self.pool = livetail.BlockPool(
             kv_cache_config.num_blocks, retention=self.retention, events=enable_kv_cache_events
         )
-        self.livetail_coordinator = livetail.Coordinator(self.specs, self.pool)
+        self.livetail_coordinator = livetail.Coordinator(
+            self.specs, self.pool, alignment=retention_alignment(kv_cache_config, self.specs)
+        )
         base = self.livetail_coordinator.base_block_size
         if enable_caching and base % hash_block_size:
             raise unsupported(
@@ -132,6 +188,7 @@ class KVCacheManager(_EventsAndStats, _View):
                 f"common page size {base}"
             )
         self._base = base
+        self._lcm = int(self.livetail_coordinator.lcm_block_size)
         self._hashes_per_key = base // hash_block_size if enable_caching else 1
         self._block_sizes = [s.block_size for s in self.specs]
         self._reclaims = any(s.kind != "full" for s in self.specs)
@@ -156,6 +213,13 @@ class KVCacheManager(_EventsAndStats, _View):
                 for g, group in enumerate(kv_cache_config.kv_cache_groups)
             ],
         )
+
+    @staticmethod
+    def _live_tail_with_drafts(what: str) -> NotImplementedError:
+        # A draft writes, and its verification reads, slots past the computed tokens; live
+        # tail leaves holes in a chunk's slots that no later query of the *verified*
+        # sequence reads, which is not shown to hold for a draft's (semantics 13.3).
+        return unsupported(f"live tail (live_tail_groups) with speculative decoding ({what})")
 
     # -- tables and blocks ---------------------------------------------------------------
 
@@ -234,6 +298,8 @@ class KVCacheManager(_EventsAndStats, _View):
         keys = self._keys_of(request)
         n = min(len(keys), max(0, max_cache_hit_length) // self._base)
         match = self.livetail_coordinator.match_prefix(keys[:n])
+        if self.use_eagle:
+            match = self._drop_eagle_block(keys, match)
         self._drain_events(None)
         num_tokens = int(match.num_tokens)
         if num_tokens == 0:
@@ -245,6 +311,28 @@ class KVCacheManager(_EventsAndStats, _View):
         blocks = self._blocks
         hit = tuple([blocks[p] for p in pages.tolist()] for pages in match.pages)
         return KVCacheBlocks(hit), num_tokens, 0
+
+    def _drop_eagle_block(
+        self, keys: list[bytes], match: livetail.PrefixMatch
+    ) -> livetail.PrefixMatch:
+        """vLLM's drop_eagle_block: match over the keys, then drop the last lcm of the hit.
+
+        The hit is T - L (L the lcm of the page sizes, vLLM's scheduler block size) for the
+        greatest boundary T that both T and T - L are resumable at. For a full group T's
+        pages contain T - L's; for a sliding group that is the run of pages behind T - L
+        plus the page(s) up to T: one page longer than a hit at T - L alone needs, as
+        vLLM's SlidingWindowManager asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
+        """
+        c = self.livetail_coordinator
+        lcm = self._lcm
+        per_key = self._base
+        t = int(match.num_tokens)
+        while t > lcm:
+            below = c.match_prefix(keys[: (t - lcm) // per_key])
+            if int(below.num_tokens) == t - lcm:
+                return below
+            t = int(below.num_tokens)  # the greatest resumable boundary below t - lcm
+        return c.match_prefix([])
 
     def get_computed_blocks_for_connector(
         self, request: Request, max_cache_hit_length: int | None = None
@@ -274,8 +362,10 @@ class KVCacheManager(_EventsAndStats, _View):
             raise ValueError(
                 "num_new_tokens must be greater than 0 when there are no computed tokens to adopt"
             )
-        if num_lookahead_tokens:
-            raise unsupported("speculative lookahead slots (num_lookahead_tokens)")
+        if num_lookahead_tokens < 0:
+            raise ValueError("num_lookahead_tokens must be non-negative")
+        if num_lookahead_tokens and self._live_tail:
+            raise self._live_tail_with_drafts("num_lookahead_tokens")
         if num_external_computed_tokens or delay_cache_blocks or skip_zeroing_group_ids:
             raise unsupported("KV connectors (external computed tokens)")
         if num_encoder_tokens:
@@ -303,7 +393,9 @@ class KVCacheManager(_EventsAndStats, _View):
             full = min(request.num_tokens, self.max_model_len)
             if self._charge(tables, match, full) + watermark > self.pool.num_free:
                 return None
-        target = min(total + num_new_tokens, self.max_model_len)
+        # Slots for the drafts too (semantics 13.3): only verified tokens are named below, and
+        # a rejected draft's slot is inside the extent, which the next acquire counts from.
+        target = min(total + num_new_tokens + num_lookahead_tokens, self.max_model_len)
         c = self.livetail_coordinator
         extent = tables[0].extent
         if self._reclaims and extent:
@@ -386,7 +478,7 @@ class KVCacheManager(_EventsAndStats, _View):
         key is new to it."""
         if not self.enable_caching:
             return
-        n = min(num_tokens, extent)
+        n = min(num_tokens - self._reprefillable, extent)
         if n <= 0:
             return
         offered = min(n // self._base, len(request.block_hashes) // self._hashes_per_key)

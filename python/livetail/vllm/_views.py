@@ -12,7 +12,7 @@ from vllm.v1.kv_cache_interface import KVCacheSpec
 
 import livetail
 
-from ._groups import unsupported
+from ._groups import key_of, unsupported
 
 if TYPE_CHECKING:
     from ._manager import KVCacheManager
@@ -34,10 +34,7 @@ class _View:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        raise unsupported(
-            f"vLLM's {self._what}.{name} (manager internals, read by connectors such as the "
-            "auxiliary-output connector)"
-        )
+        raise unsupported(f"vLLM's {self._what}.{name} (manager internals)")
 
 
 class _FreeQueueView:
@@ -57,10 +54,17 @@ class _BlockPoolView(_View):
     def __init__(self, manager: KVCacheManager) -> None:
         self._m = manager
         self.num_gpu_blocks = manager.pool.num_blocks
+        self.hash_block_size = manager.hash_block_size
+        self.num_hash_lookahead_tokens = manager.num_hash_lookahead_tokens
+        self.metrics_collector = None
         self.enable_caching = manager.enable_caching
         self.enable_kv_cache_events = manager.enable_kv_cache_events
         self.null_block = manager._blocks[0]
         self.free_block_queue = _FreeQueueView(manager.pool)
+        # (group, key) -> page of every named page, rebuilt when the pool's name counters
+        # move (get_cached_block only: the pool has no lookup by name).
+        self._index: dict[tuple[int, bytes], int] = {}
+        self._index_version: tuple[int, ...] = ()
 
     def get_num_free_blocks(self) -> int:
         return int(self._m.pool.num_free)
@@ -77,6 +81,35 @@ class _BlockPoolView(_View):
             blocks[p].ref_cnt = int(counts[p])
         return blocks
 
+    def get_cached_block(
+        self, block_hash: bytes, kv_cache_group_ids: list[int]
+    ) -> list[KVCacheBlock] | None:
+        """vLLM's lookup of the page named by a block hash in each group, or None.
+
+        The hash must end one of the group's pages (as vLLM's own lookup asks). Read by the
+        auxiliary-output connector (routed experts). O(pages) after the names changed, O(1)
+        otherwise: the pool has no lookup by name, so the view keeps an index.
+        """
+        pool = self._m.pool
+        st = pool.stats()
+        version = (st["names_stored"], st["names_removed"], st["pages_evicted"])
+        if version != self._index_version:
+            self._index = {}
+            for p in range(1, pool.num_blocks):
+                name = pool.name(p)
+                if name is not None:
+                    self._index[(int(name[0]), bytes(name[1]))] = p
+            self._index_version = version
+        key = key_of(block_hash)
+        blocks = self._m._blocks
+        out = []
+        for g in kv_cache_group_ids:
+            page = self._index.get((g, key))
+            if page is None:
+                return None
+            out.append(blocks[page])
+        return out
+
     def free_blocks(self, ordered_blocks: Iterable[KVCacheBlock]) -> None:
         """Frees what ``pop_blocks_for_free`` detached; each request's tables once."""
         handles: list[Any] = []
@@ -89,6 +122,15 @@ class _BlockPoolView(_View):
                 handles.append(block.handle)
         for handle in handles:
             self._m._release_detached(handle)
+
+    def get_new_blocks(self, num_blocks: int) -> list[KVCacheBlock]:
+        # Outside a single-type manager vLLM takes pages straight from its pool only for the
+        # copy-on-write of a partial prefix hit (partial hash hits need Mamba "align" mode);
+        # livetail hands out pages to tables only.
+        raise unsupported(
+            "pages taken outside a request's tables (copy-on-write of partial prefix hits, "
+            'Mamba "align" mode)'
+        )
 
     def evict_blocks(self, block_ids: set[int]) -> None:
         self._m.evict_blocks(block_ids)
@@ -109,6 +151,8 @@ class _GroupView(_View):
         self.kv_cache_group_id = group_id
         self.kv_cache_spec = spec
         self.block_size = spec.block_size
+        self.block_pool = manager.block_pool
+        self._null_block = manager._blocks[0]  # read by vLLM's tests (a private name there)
         self.records_new_block_ids = manager._zeroing
         self.new_block_ids: list[int] = manager._new_block_ids
 
@@ -141,15 +185,21 @@ class _CoordinatorView(_View):
     _what = "KVCacheCoordinator"
 
     enable_partial_hash_hits = False
-    eagle_group_ids: tuple[int, ...] = ()
-    num_reprefillable_tokens = 0
 
     def __init__(self, manager: KVCacheManager, groups: list[_GroupView]) -> None:
         self._m = manager
+        groups_cfg = manager.kv_cache_config.kv_cache_groups
+        flagged = {i for i, g in enumerate(groups_cfg) if g.is_eagle_group}
+        # vLLM's rule: the flagged groups, or every group when use_eagle flags none.
+        self.eagle_group_ids = flagged or (
+            set(range(len(groups_cfg))) if manager.use_eagle else set()
+        )
+        self.num_reprefillable_tokens = manager._reprefillable
         self.single_type_managers = groups
         full = [g for g, s in enumerate(manager.specs) if s.kind == "full"]
         self.full_attention_group_id = full[0] if full else None
         self.block_pool = manager.block_pool
+        self._null_block = manager._blocks[0]  # read by vLLM's tests (a private name there)
         self.livetail = manager.livetail_coordinator
 
     def get_num_blocks_to_allocate(

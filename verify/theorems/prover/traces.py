@@ -158,9 +158,11 @@ def ops_trace(
     variant: str | None,
     values: Mapping[str, Any],
     summary: str | None = None,
+    alignment: int | None = None,
 ) -> dict[str, Any]:
     """A failing run already expressed as trace ops (a bounded theorem's, or a counterexample
-    built into ops); ``summary`` says what failed (default: the values' problem, or the title)."""
+    built into ops); ``summary`` says what failed (default: the values' problem, or the title);
+    ``alignment``: the coordinator's (None: the lcm)."""
     return make_trace(
         list(groups),
         num_blocks,
@@ -170,6 +172,7 @@ def ops_trace(
         origin=ORIGIN,
         variant=variant,
         observed=observed(theorem, ops, summary or str(values.get("problem", title)), values),
+        alignment=alignment,
     )
 
 

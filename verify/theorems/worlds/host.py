@@ -66,8 +66,10 @@ HOST_LAYOUTS: list[Layout] = [
     (sliding(1, 2, True), state(1), full(3)),
     (full(1), state(2)),
 ]
-QUICK_LAYOUTS = [HOST_LAYOUTS[i] for i in (1, 2, 4, 5, 6)]
-"""--quick: the layouts with holes, W = 1 and state groups (every kind still present)."""
+QUICK_LAYOUTS = [HOST_LAYOUTS[i] for i in (1, 2, 4, 5, 6, 7)]
+"""--quick: the layouts with holes, W = 1 and state groups (every kind still present), and
+one whose full group names every slot (a claim's fresh pages then evict device names: with
+sparse naming, semantics 13.4, the others free unnamed pages first)."""
 
 
 def reachable_slots(g: G, n: int, L: int) -> list[int]:

@@ -114,6 +114,28 @@ class G:
 Layout = tuple[G, ...]
 
 
+class Aligned(tuple[G, ...]):
+    """A layout whose coordinator takes an alignment (semantics 13.9) above its lcm."""
+
+    alignment: int
+
+    def __new__(cls, groups: Sequence[G], alignment: int) -> Aligned:
+        out = super().__new__(cls, groups)
+        out.alignment = alignment
+        return out
+
+
+def alignment_of(layout: Layout) -> int | None:
+    """The coordinator's alignment for the layout: None for the lcm."""
+    return getattr(layout, "alignment", None)
+
+
+def like(layout: Layout, groups: Sequence[G]) -> Layout:
+    """`groups` with `layout`'s alignment."""
+    a = alignment_of(layout)
+    return tuple(groups) if a is None else Aligned(groups, a)
+
+
 def full(B: int) -> G:
     return G("full", B)
 
@@ -127,14 +149,16 @@ def sliding(B: int, W: int, live: bool = False) -> G:
 
 
 def describe(layout: Layout) -> str:
-    return " + ".join(map(str, layout))
+    a = alignment_of(layout)
+    return " + ".join(map(str, layout)) + ("" if a is None else f", alignment {a}")
 
 
 def lcm_of(layout: Layout) -> int:
+    """The boundary step: the lcm of the page sizes, or the layout's alignment if it has one."""
     out = 1
     for g in layout:
         out = out * g.B // math.gcd(out, g.B)
-    return out
+    return alignment_of(layout) or out
 
 
 def base_of(layout: Layout) -> int:
@@ -164,13 +188,20 @@ LAYOUTS: list[Layout] = [
     (sliding(1, 1), state(1), full(2)),
 ]
 
-# Property 8: the layouts above, two live groups, a live group of page size 3, lcm 6.
+# Property 8: the layouts above, two live groups, a live group of page size 3, lcm 6, and
+# coordinators aligned above their lcm.
 HIT_LAYOUTS: list[Layout] = [
     *LAYOUTS,
     (sliding(1, 2, True), sliding(2, 3, True), full(4)),
     (sliding(3, 4, True), sliding(2, 2)),
     (sliding(1, 3, True), state(2), full(3)),
     (sliding(1, 1, True), sliding(1, 2, True), state(2)),
+    # Alignments above the lcm (semantics 13.9): hits, resume pages and sliding and state
+    # names on their multiples only; full groups still name every slot.
+    Aligned((sliding(1, 2, True), full(1)), 4),
+    Aligned((full(2), sliding(1, 2)), 4),
+    Aligned((sliding(2, 3, True), state(2)), 4),
+    Aligned((sliding(1, 3, True), full(1)), 3),
 ]
 
 # The admission charge with a hit: every live-tail shape, and each kind beside one.
@@ -231,7 +262,11 @@ class World:
         self.layout = layout
         self.num_blocks = num_blocks
         self.num_requests = num_requests
-        self.coord = spec.Coordinator([g.group_spec() for g in layout], spec.BlockPool(num_blocks))
+        self.coord = spec.Coordinator(
+            [g.group_spec() for g in layout],
+            spec.BlockPool(num_blocks),
+            alignment=alignment_of(layout),
+        )
         self.pool = self.coord.pool
         self.tables = [self.coord.new_tables() for _ in range(num_requests)]
         self.ops: list[Op] = []
@@ -359,6 +394,7 @@ class World:
             "groups": [g.to_dict() for g in self.layout],
             "num_blocks": self.num_blocks,
             "num_requests": self.num_requests,
+            **({} if alignment_of(self.layout) is None else {"alignment": self.coord.alignment}),
             "ops": [dict(op) for op in [*self.ops, *then]],
             **extra,
             "problem": problem,
@@ -450,6 +486,7 @@ def _trace_builder(name: str) -> TraceBuilder:
                     name,
                     variant,
                     v,
+                    alignment=v.get("alignment"),
                 )
             )
         return out
