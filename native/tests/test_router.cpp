@@ -140,7 +140,7 @@ TEST(RouterLongest, BoundariesStopAtTwoToTheThirtyOneTokens) {
   Prompt p(3, 1);
   for (size_t k = 0; k < 3; ++k) p.set(k, 0);
   // 3 keys of 2^30 tokens: at most 2^31 - 1 tokens, so one boundary of 2^30.
-  EXPECT_EQ(p.run(int64_t{1} << 30, int64_t{1} << 30, {{int64_t{1} << 30, -1, 0}}).num_tokens,
+  EXPECT_EQ(p.run(int64_t{1} << 30, int64_t{1} << 30, {{int64_t{1} << 30, -1, 0, 0}}).num_tokens,
             int64_t{1} << 30);
 }
 
