@@ -21,8 +21,11 @@ import pytest
 from hypothesis import Phase, settings
 from livetail.verify import replay, variants
 from livetail.verify.campaign import run_differential
+from livetail.verify.machine import rules as machine_rules
 from livetail.verify.machine.side import implementations
 from livetail.verify.trace import load_trace
+
+PRE_CHUNKED_KINDS = ("full", "live", "sliding", "live", "state")
 
 # The properties that may flag each variant at the trace's failing step.
 CAUGHT_BY = {
@@ -81,8 +84,15 @@ def _replay(path: Path, *args: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("name", sorted(CAUGHT_BY))
 def test_wrong_variant_is_caught_and_its_minimal_trace_replays(
-    name: str, tmp_path: Path, assert_one_minimal: Callable[[dict[str, Any], str], None]
+    name: str,
+    tmp_path: Path,
+    assert_one_minimal: Callable[[dict[str, Any], str], None],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # None of these variants is about a group kind: search the kinds the table above was
+    # written for (no chunked group, whose variants the theorems kill), so that the
+    # derandomized search meets the same first failures.
+    monkeypatch.setattr(machine_rules, "GROUP_KINDS", PRE_CHUNKED_KINDS)
     result = run_differential(
         implementations("spec"),
         examples=2000,
