@@ -230,13 +230,6 @@ int64_t Coordinator::resume(size_t g) const noexcept {
                                      : geometry::resume_pages(m.sliding_window(), m.block_size());
 }
 
-int64_t Coordinator::resume_at(size_t g, int64_t b) const noexcept {
-  const Manager& m = managers_[g];
-  if (m.kind() == GroupKind::chunked) [[unlikely]]
-    return geometry::chunked_resume_pages(b, m.attention_chunk_size(), m.block_size());
-  return resume(g);
-}
-
 int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
                                        std::span<const Key> keys, int64_t num_tokens,
                                        const uint32_t* token_ids) {
@@ -296,23 +289,15 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
       // page in use cannot be evicted, so they need no second look. A sliding group names
       // only the R slots behind each multiple of the alignment (13.4): the first `lead` slots
       // of every period of q stay unnamed (none for a full group, nor when R >= q).
-      const bool chunked = managers_[i].kind() == GroupKind::chunked;
-      // A chunked group's R is the one at the boundary ending slot j's period (13.2).
-      auto lead_of = [&](int64_t j) {
-        const int64_t R =
-            chunked ? resume_at(i, geometry::next_period(geometry::period_start(j, q), q))
-                    : resume(i);
+      auto lead_of = [&](int64_t j) {  // a chunked group's R depends on j's period (13.2)
+        const int64_t R = resume_behind(i, j, q);
         return R < 0 ? 0 : std::max<int64_t>(0, q - R);
       };
-      auto offered = [&](int64_t j) {
-        const int64_t lead = lead_of(j);
-        return lead == 0 || j % q >= lead;
-      };
+      auto offered = [&](int64_t j) { return lead_of(j) == 0 || j % q >= lead_of(j); };
       constexpr int64_t kAhead = 8;  // names miss the cache: overlap the next ones' loads
       for (int64_t j = t.named_upto_; j < covered; ++j) {
         if (!offered(j)) {
-          const int64_t lead = lead_of(j);
-          j += lead - j % q - 1;  // to the period's first offered slot (the loop adds one)
+          j += lead_of(j) - j % q - 1;  // to the period's first offered slot (the loop adds one)
           continue;
         }
         const int64_t a = j + kAhead;

@@ -106,4 +106,17 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
   for (Manager& m : managers_) m.owner_ = id_;  // its tables change only through it
 }
 
+// Section 13.2: a chunked group's resume count depends on the boundary.
+int64_t Coordinator::resume_at(size_t g, int64_t b) const noexcept {
+  const Manager& m = managers_[g];
+  if (m.kind() == GroupKind::chunked) [[unlikely]]
+    return geometry::chunked_resume_pages(b, m.attention_chunk_size(), m.block_size());
+  return resume(g);
+}
+
+int64_t Coordinator::resume_behind(size_t g, int64_t j, int64_t q) const noexcept {
+  if (managers_[g].kind() != GroupKind::chunked) return resume(g);
+  return resume_at(g, geometry::next_period(geometry::period_start(j, q), q));
+}
+
 }  // namespace livetail

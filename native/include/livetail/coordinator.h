@@ -210,6 +210,8 @@ class Coordinator {
   int64_t resume(size_t g) const noexcept;
   // The same at the boundary of b slots: a chunked group's count depends on b (section 13.2).
   int64_t resume_at(size_t g, int64_t b) const noexcept;
+  // The count at the boundary ending slot j's period of q slots (the one deciding slot j).
+  int64_t resume_behind(size_t g, int64_t j, int64_t q) const noexcept;
   // cache_full_blocks with token ids (nullptr: none), the count of token_ids checked.
   int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
                             int64_t num_tokens, const uint32_t* token_ids);
