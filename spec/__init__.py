@@ -9,7 +9,12 @@ from .batch import page_ids_batch
 from .coordinator import Coordinator, GroupSpec
 from .detach import DetachedTables
 from .host import HostPool, LoadPlan, OffloadPlan
-from .managers import FullAttentionManager, SlidingWindowManager, StateManager
+from .managers import (
+    ChunkedLocalAttentionManager,
+    FullAttentionManager,
+    SlidingWindowManager,
+    StateManager,
+)
 from .plan import StepPlan
 from .pool import BlockPool
 from .prefix import PrefixMatch, page_keys
@@ -18,6 +23,7 @@ from .table import BlockTable
 __all__ = [
     "BlockPool",
     "BlockTable",
+    "ChunkedLocalAttentionManager",
     "Coordinator",
     "DetachedTables",
     "FullAttentionManager",

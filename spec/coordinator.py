@@ -20,13 +20,20 @@ from .host import abort_offload as _abort_offload
 from .host import complete_load as _complete_load
 from .host import complete_offload as _complete_offload
 from .host import plan_offload as _plan_offload
-from .managers import FullAttentionManager, SlidingWindowManager, StateManager, _Manager
+from .managers import (
+    ChunkedLocalAttentionManager,
+    FullAttentionManager,
+    SlidingWindowManager,
+    StateManager,
+    _Manager,
+    chunk_size_of,
+)
 from .plan import StepPlan, apply_step, plan_step
 from .pool import BlockPool
 from .prefix import Name, PrefixMatch, check_keys, check_token_ids
 from .table import BlockTable
 
-KINDS = ("full", "sliding", "state")
+KINDS = ("full", "sliding", "state", "chunked")
 
 
 class GroupSpec:
@@ -42,6 +49,9 @@ class GroupSpec:
       earlier context from pages): safe;
     - sliding attention whose prefill writes the chunk into its pages and reads it back: keep
       live tail off, or it reads holes.
+
+    A chunked group (section 13.2) takes attention_chunk_size, a positive multiple of
+    block_size, and no window; it refuses live_tail_alloc (every slot allocated).
     """
 
     def __init__(
@@ -50,6 +60,7 @@ class GroupSpec:
         block_size: int,
         sliding_window: int | None = None,
         live_tail_alloc: bool = False,
+        attention_chunk_size: int | None = None,
     ) -> None:
         instance("kind", kind, str)
         if kind not in KINDS:
@@ -68,11 +79,14 @@ class GroupSpec:
             self.sliding_window = None
         self.kind = kind
         self.live_tail_alloc = live_tail_alloc
+        self.attention_chunk_size = chunk_size_of(kind, attention_chunk_size, self.block_size)
 
     def __repr__(self) -> str:
+        C = self.attention_chunk_size
+        chunk = "" if C is None else f", attention_chunk_size={C}"
         return (
             f"GroupSpec({self.kind!r}, {self.block_size}, sliding_window={self.sliding_window}, "
-            f"live_tail_alloc={self.live_tail_alloc})"
+            f"live_tail_alloc={self.live_tail_alloc}{chunk})"
         )
 
 
@@ -142,6 +156,9 @@ class Coordinator:
             return FullAttentionManager(s.block_size)
         if s.kind == "state":
             return StateManager(s.block_size)
+        if s.kind == "chunked":
+            assert s.attention_chunk_size is not None
+            return ChunkedLocalAttentionManager(s.block_size, s.attention_chunk_size)
         assert s.sliding_window is not None
         return SlidingWindowManager(
             s.block_size, s.sliding_window, self._alignment if s.live_tail_alloc else 0
@@ -341,6 +358,16 @@ class Coordinator:
         m = self._managers[g]
         return -1 if m.kind == "full" else int(geo.resume_pages(m._window(), m.block_size))
 
+    def _resume_at(self, g: int, b: int) -> int:
+        """Slots behind the boundary of b slots that group g needs (-1: every slot, full).
+
+        A chunked group's count depends on the boundary (section 13.2); the others' do not.
+        """
+        m = self._managers[g]
+        if isinstance(m, ChunkedLocalAttentionManager):
+            return int(geo.chunked_resume_pages(b, m.attention_chunk_size, m.block_size))
+        return self._resume(g)
+
     def cache_full_blocks(
         self,
         tables: Sequence[BlockTable],
@@ -374,10 +401,14 @@ class Coordinator:
             # whose loads may still be pending: complete_load names them).
             upto, state = t.named_upto, m.kind == "state"
             R, q = self._resume(g), self._alignment // B
+            chunked = m.kind == "chunked"  # its R is the first boundary above j's (13.2)
             offered = [
                 j
                 for j in range(upto, covered)
-                if slots.offered(j, n, B, R, q, upto, covered, state)
+                if slots.offered(
+                    j, n, B, self._resume_at(g, (j // q + 1) * q) if chunked else R, q,
+                    upto, covered, state,
+                )
             ]
             t.named_upto = max(upto, covered)
             for j in offered:
@@ -398,7 +429,7 @@ class Coordinator:
         B = self._managers[g].block_size
         k = B // self._base
         b = T // B
-        R = self._resume(g)
+        R = self._resume_at(g, b)
         low = 0 if R < 0 else max(0, b - R)
         need = []
         for j in range(low, b):
@@ -558,7 +589,7 @@ class Coordinator:
             t.load = plan
             t.tail_available = 0
             # The holes below the claimed resume pages are never rescanned.
-            claimed = runs.claim_run(b, m._group(), self._resume(g))
+            claimed = runs.claim_run(b, m._group(), self._resume_at(g, b))
             t.reclaim_floor = claimed.floor
             t.runs = list(claimed.runs)
             t.named_upto = b

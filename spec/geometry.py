@@ -417,3 +417,27 @@ def blocks_needed_prompt(
     after = ar.cond(decode > 0, lambda: held_after_chunk(N, N + decode, W, B, A, ar), lambda: 0)
     held_now = slots - slid_out(e, W, B, ar)
     return ar.max(0, ar.max(during, after) - held_now)
+# --- chunked local attention (semantics section 13.2) ---------------------------------
+# A chunked group with chunk size C (a positive multiple of B): the query at position t
+# reads the keys [floor(t / C) * C, t].  No live tail: every slot an acquire creates is
+# real (A = 0 above), so only reclaim's bound and the resume pages behind a boundary differ.
+
+
+def chunk_start(t: Num, C: Num, ar: Arith = INT) -> Num:
+    """floor(t / C) * C: the first key the query at position t reads."""
+    return ar.div(t, C) * C
+
+
+@_memo_on_ints
+def chunked_reclaim_bound(f: Num, slots: Num, C: Num, B: Num, ar: Arith = INT) -> Num:
+    """b = min(chunk_start(f) / B, slots): after f tokens no later query reads a slot below b.
+
+    Every later query is at a position t >= f and reads from chunk_start(t) >= chunk_start(f).
+    """
+    return ar.min(ar.div(chunk_start(f, C, ar), B), slots)
+
+
+def chunked_resume_pages(b: Num, C: Num, B: Num, ar: Arith = INT) -> Num:
+    """Slots behind the boundary of b slots (T = b * B) that a request resuming there reads:
+    those of [chunk_start(T), T), i.e. b mod (C / B); none when T is a multiple of C."""
+    return ar.mod(b, ar.div(C, B))

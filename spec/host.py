@@ -140,6 +140,8 @@ def offload_set(c: Coordinator, tables: list[BlockTable], n: int) -> list[tuple[
         # state group the R slots behind every aligned boundary up to n, all a match can use.
         for j in range(n // B):
             page = t.slots[j]
+            if m.kind == "chunked":  # its resume count is the one at the boundary deciding
+                R = c._resume_at(g, (j // q + 1) * q)
             if slots.reachable(j, n, B, R, q) and page != 0 and c._pool._is_cached(page):
                 out.append((g, j))
     return out

@@ -342,3 +342,49 @@ class StateManager(_Manager):
 
     def __init__(self, block_size: int) -> None:
         super().__init__(block_size, 2, 0)
+
+
+def chunk_size_of(kind: str, C: object, B: int) -> int | None:
+    """A group spec's attention_chunk_size: required by a chunked group (a positive multiple of
+    its block size B), refused by every other kind (ValueError)."""
+    if kind != "chunked":
+        if C is not None:
+            raise ValueError(f"attention_chunk_size is only for chunked groups, not {kind!r}")
+        return None
+    if C is None:
+        raise ValueError("a chunked group needs an attention_chunk_size")
+    v = bounded("attention_chunk_size", C, 1)
+    if v % B != 0:
+        raise ValueError(f"attention_chunk_size ({v}) must be a multiple of block_size ({B})")
+    return v
+
+
+class ChunkedLocalAttentionManager(_Manager):
+    """Chunked local attention (section 13.2): the query at t reads [floor(t/C)*C, t].
+
+    Every slot an acquire creates is real (no live tail); reclaim at f releases the slots
+    below floor(f/C)*C/B, which no later query reads.
+    """
+
+    kind = "chunked"
+
+    def __init__(self, block_size: int, attention_chunk_size: int) -> None:
+        B = bounded("block_size", block_size, 1)
+        C = chunk_size_of("chunked", attention_chunk_size, B)
+        assert C is not None
+        self._C = C
+        super().__init__(B, None, 0)
+        self._g = runs.Group(B, 1, 0, True, C)
+
+    @property
+    def attention_chunk_size(self) -> int:
+        return self._C
+
+    def _reclaim_bound(self, table: BlockTable, f: int) -> int:
+        return int(geo.chunked_reclaim_bound(f, len(table.slots), self._C, self._B))
+
+    def __repr__(self) -> str:
+        return (
+            f"ChunkedLocalAttentionManager(block_size={self._B}, "
+            f"attention_chunk_size={self._C})"
+        )

@@ -39,6 +39,14 @@ class Group:
     W: Num
     A: Num
     reclaims: bool = True
+    C: Num | None = None  # a chunked group's chunk size (section 13.2); None for the others
+
+
+def reclaim_bound_of(f: Num, slots: Num, g: Group, ar: Arith = INT) -> Num:
+    """The group's reclaim bound: the sliding one, or the chunked one for a chunked group."""
+    if g.C is None:
+        return geo.reclaim_bound(f, slots, g.W, g.B, ar)
+    return geo.chunked_reclaim_bound(f, slots, g.C, g.B, ar)
 
 
 @dataclass(frozen=True)
@@ -128,7 +136,7 @@ def reclaimable(t: TableState, f: Num, g: Group, refs: tuple[Num, ...], ar: Arit
     """blocks_reclaimable_at(f) when each run's pages have reference count ``refs[i]``."""
     if not g.reclaims:
         return 0
-    b = geo.reclaim_bound(f, t.slots, g.W, g.B, ar)
+    b = reclaim_bound_of(f, t.slots, g, ar)
     band = real_pages_in(t, t.floor, b, g, ar)
     return _sum(_pick(counts_as_reclaimable(ref, ar), k, 0, ar) for k, ref in zip(band, refs))
 
@@ -212,7 +220,7 @@ def reclaim(
     """reclaim_expired(f): punch every real slot in the band, drop one reference each."""
     if not g.reclaims:
         return ReleaseStep(0, 0, refs, free, t)
-    b = geo.reclaim_bound(f, t.slots, g.W, g.B, ar)
+    b = reclaim_bound_of(f, t.slots, g, ar)
     lo, hi = reclaim_band(t.floor, b, ar)
     per_run = real_pages_in(t, lo, hi, g, ar)
     after = replace(t, floor=floor_after(t.floor, b, ar))

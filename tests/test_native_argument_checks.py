@@ -74,7 +74,7 @@ def _place_full() -> None:
 _U64 = np.array([5], np.uint64)
 _PRESENCE = np.zeros((2, 1), np.uint8)
 _ROWS = np.array([1], np.int32)
-_RULES = np.array([[4, -1, 0]], np.int64)
+_RULES = np.array([[4, -1, 0, 0]], np.int64)
 
 
 def _release_twice() -> None:
@@ -160,10 +160,10 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
             "lcm must be a multiple of base",
         ),
     ],
-    ("python/bind_router.inc", "rules must have shape (groups, 3)"): [
+    ("python/bind_router.inc", "rules must have shape (groups, 4)"): [
         (
             lambda: _core._router_longest(_PRESENCE, _ROWS, 4, 4, np.zeros((1, 2), np.int64)),
-            "rules must have shape (groups, 3)",
+            "rules must have shape (groups, 4)",
         ),
         (
             lambda: _core._router_longest_many(
@@ -177,10 +177,12 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
             "rules must have shape (groups, 3)",
         ),
     ],
-    ("python/bind_router.inc", "rules: a group's size, resume or column is out of range"): [
+    ("python/bind_router.inc", "rules: a group's size, resume, column or chunk is out of range"): [
         (
-            lambda: _core._router_longest(_PRESENCE, _ROWS, 4, 4, np.array([[4, -1, 1]], np.int64)),
-            "rules: a group's size, resume or column is out of range",
+            lambda: _core._router_longest(
+                _PRESENCE, _ROWS, 4, 4, np.array([[4, -1, 1, 0]], np.int64)
+            ),
+            "rules: a group's size, resume, column or chunk is out of range",
         ),
         (
             lambda: _core._router_longest_many(

@@ -31,6 +31,9 @@ LAYOUTS = [
     [("sliding", 4, 1, True), ("full", 8, None, False)],
     [("state", 4, None, False), ("sliding", 8, 13, True)],
     [("full", 4, None, False)],
+    # Chunked local attention (section 13.2): the third field is its chunk size C.
+    [("full", 4, None, False), ("chunked", 4, 16, False)],
+    [("chunked", 8, 24, False), ("sliding", 4, 6, True), ("full", 8, None, False)],
 ]
 SYSTEMS = 3
 
@@ -58,14 +61,23 @@ class Engine:
         wire: str,
         align: int = 1,
     ) -> None:
-        specs = [mod.GroupSpec(k, b, w, live_tail_alloc=lt) for k, b, w, lt in LAYOUTS[layout]]
+        specs = [
+            mod.GroupSpec(k, b, attention_chunk_size=w)
+            if k == "chunked"
+            else mod.GroupSpec(k, b, w, live_tail_alloc=lt)
+            for k, b, w, lt in LAYOUTS[layout]
+        ]
         host_pool = mod.HostPool(host, events=True) if host else None
         pool = mod.BlockPool(pages, events=True)
         lcm = mod.Coordinator(specs, pool).lcm_block_size
         # align lcms: the coordinator's alignment (semantics 13.9), told to the index.
         self.alignment = None if align == 1 else align * lcm
         self.c = mod.Coordinator(specs, pool, host_pool, alignment=self.alignment)
-        self.layout = group_layout(specs)
+        # vLLM's events carry no chunk size: a layout given up front does.
+        self.layout = [
+            (b, k, s.attention_chunk_size if k == "chunked_local_attention" else w)
+            for (b, k, w), s in zip(group_layout(specs), specs)
+        ]
         self.int_hashes = int_hashes
         self.wire = wire
         self.live: dict[int, tuple[Any, int]] = {}  # slot -> (tables, tokens computed)
@@ -254,7 +266,12 @@ def run(
 
 
 def _rules(e: Engine) -> list[tuple[int, str, int | None]]:
-    rule = {"full_attention": "full", "sliding_window": "sliding", "mamba": "state"}
+    rule = {
+        "full_attention": "full",
+        "sliding_window": "sliding",
+        "mamba": "state",
+        "chunked_local_attention": "chunked",
+    }
     return [(b, rule[k], w) for b, k, w in e.layout]
 
 

@@ -23,6 +23,9 @@ LAYOUTS: list[list[Any]] = [
     [(8, "full_attention", None), (4, "sliding_window", 6)],
     [(4, "mamba", None), (8, "sliding_window", 13)],  # no full group: every key looked up
     [(4, "sliding_window", 1), (4, "full_attention", None)],
+    # Chunked local attention (section 13.2), its chunk size registered up front.
+    [(4, "chunked_local_attention", 16), (8, "full_attention", None)],
+    [(4, "chunked_local_attention", 8), (8, "sliding_window", 13)],  # no full group
 ]
 
 
@@ -145,7 +148,7 @@ def test_native_hooks_refuse_wrong_arrays() -> None:
     with pytest.raises(ValueError, match="no free slot"):
         _core._router_place(full, 1, np.array([7], np.uint64), np.array([3], np.int32))
     presence = np.ones((3, 2), np.uint8)
-    rules = np.array([[4, -1, 0]], np.int64)
+    rules = np.array([[4, -1, 0, 0]], np.int64)
     assert _core._router_longest(presence, rows, 4, 4, rules) == (8, True)
     assert _core._router_longest(presence, np.zeros(0, np.int32), 4, 4, rules) == (0, True)
     with pytest.raises(ValueError, match="rows: a row outside presence"):
@@ -153,9 +156,20 @@ def test_native_hooks_refuse_wrong_arrays() -> None:
     with pytest.raises(ValueError, match="lcm"):
         _core._router_longest(presence, rows, 4, 6, rules)
     with pytest.raises(ValueError, match="rules"):
-        _core._router_longest(presence, rows, 4, 4, np.array([[4, -1, 2]], np.int64))
+        _core._router_longest(presence, rows, 4, 4, np.array([[4, -1, 2, 0]], np.int64))
     with pytest.raises(ValueError, match="rules"):
-        _core._router_longest(presence, rows, 4, 4, np.array([[4, -1]], np.int64))
+        _core._router_longest(presence, rows, 4, 4, np.array([[4, -1, 0]], np.int64))
+    with pytest.raises(ValueError, match="rules"):  # a chunked group has resume 0
+        _core._router_longest(presence, rows, 4, 4, np.array([[4, 1, 0, 2]], np.int64))
+    with pytest.raises(ValueError, match="rules"):
+        _core._router_longest(presence, rows, 4, 4, np.array([[4, 0, 0, -1]], np.int64))
+    # A chunked group of 2 slots per chunk, slot 0 present only: boundary 4 (b = 1) needs
+    # slot 0, boundary 8 (b = 2) none; keys of 3 slots: the greatest is 8.
+    chunked = np.array([[4, 0, 0, 2]], np.int64)
+    sparse = np.array([[1, 0], [0, 0], [0, 0]], np.uint8)
+    three = np.array([0, 1, 2], np.int32)
+    assert _core._router_longest(sparse, three, 4, 4, chunked) == (8, False)
+    assert _core._router_longest(sparse, three[:1], 4, 4, chunked) == (4, False)
     with pytest.raises(TypeError, match="rules"):
         _core._router_longest(presence, rows, 4, 4, rules.astype(np.int32))
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .machine.host import HostWorld
-from .machine.host_rules import LAYOUTS
+from .machine.host_rules import LAYOUTS, layout_groups
 from .machine.lockstep import Lockstep
 from .machine.side import Impl
 from .trace import Geometry, GroupGeometry, Op
@@ -385,7 +385,7 @@ def _scenarios() -> list[Scenario]:
             geometry = Geometry(DEVICE_GROUPS[k], pages, 3)
             out.append(Scenario(f"{script.__name__}/{k}", "device", geometry, script))
     for k, layout in enumerate(LAYOUTS):
-        groups = tuple(GroupGeometry(kind, b, w, live) for kind, b, w, live in layout)
+        groups = layout_groups(layout)
         for device, host in HOST_GEOMETRIES:
             out.append(
                 Scenario(

@@ -33,7 +33,7 @@ DEFAULT_TRACES_DIR = Path(".livetail") / "traces"
 
 Op = dict[str, Any]
 
-KINDS = ("full", "sliding", "state")
+KINDS = ("full", "sliding", "state", "chunked")
 
 # Every operation a trace may hold: its name and its required fields (integers, except
 # ``call``), then optional fields.  The machine in ``verify/machine/`` gives them meaning.
@@ -113,6 +113,7 @@ class GroupGeometry:
     block_size: int
     sliding_window: int | None = None
     live_tail_alloc: bool = False
+    attention_chunk_size: int | None = None  # chunked groups only (section 13.2)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "block_size": self.block_size}
@@ -120,12 +121,16 @@ class GroupGeometry:
             d["sliding_window"] = self.sliding_window
         if self.live_tail_alloc:
             d["live_tail_alloc"] = True
+        if self.attention_chunk_size is not None:
+            d["attention_chunk_size"] = self.attention_chunk_size
         return d
 
     def describe(self) -> str:
         if self.kind == "sliding":
             live = " live" if self.live_tail_alloc else ""
             return f"sliding B={self.block_size} W={self.sliding_window}{live}"
+        if self.kind == "chunked":
+            return f"chunked B={self.block_size} C={self.attention_chunk_size}"
         return f"{self.kind} B={self.block_size}"
 
 
@@ -206,10 +211,14 @@ def _group_from(where: str, value: object) -> GroupGeometry:
     else:
         d = {
             k: getattr(value, k)
-            for k in ("kind", "block_size", "sliding_window", "live_tail_alloc")
+            for k in (
+                "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size"
+            )
             if hasattr(value, k)
         }
-    unknown = set(d) - {"kind", "block_size", "sliding_window", "live_tail_alloc"}
+    unknown = set(d) - {
+        "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size"
+    }
     if unknown:
         raise TraceError(f"{where} has unknown field(s) {sorted(unknown)}")
     kind = d.get("kind")
@@ -226,7 +235,14 @@ def _group_from(where: str, value: object) -> GroupGeometry:
         raise TraceError(f"{where}: only a sliding group has a sliding_window")
     elif live:
         raise TraceError(f"{where}: only a sliding group has live_tail_alloc")
-    return GroupGeometry(str(kind), block_size, window, live)
+    chunk = d.get("attention_chunk_size")
+    if kind == "chunked":
+        chunk = _int(f"{where}.attention_chunk_size", chunk, 1)
+        if chunk % block_size != 0:
+            raise TraceError(f"{where}.attention_chunk_size must be a multiple of block_size")
+    elif chunk is not None:
+        raise TraceError(f"{where}: only a chunked group has an attention_chunk_size")
+    return GroupGeometry(str(kind), block_size, window, live, chunk)
 
 
 def geometry_from(

@@ -88,7 +88,10 @@ def _check_api_geometry(trace: Mapping[str, Any]) -> None:
     geo = trace_geometry(trace)
     try:
         specs = [
-            spec.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
+            spec.GroupSpec(
+                g.kind, g.block_size, g.sliding_window, g.live_tail_alloc,
+                attention_chunk_size=g.attention_chunk_size,
+            )
             for g in geo.groups
         ]
         host = spec.HostPool(1) if geo.host_blocks is not None else None

@@ -26,6 +26,7 @@ from livetail.spec.pool import BlockPool
 from livetail.spec.table import BlockTable
 
 from .fork_variants import FORK_RULES
+from .variants_chunked import variants as _chunked_variants
 
 
 @dataclass(frozen=True)
@@ -609,3 +610,6 @@ VARIANTS["prompt-charge-largest-chunk"] = Variant(
     "chunk_peak_end",
     _largest_chunk,
 )
+
+# Chunked local attention (semantics section 13.2): verify/variants_chunked.py.
+VARIANTS.update(_chunked_variants(Variant))

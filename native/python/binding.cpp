@@ -370,6 +370,7 @@ std::string spec_repr(const GroupSpec& s) {
       std::string("GroupSpec('") + kind_name(s.kind) + "', " + std::to_string(s.block_size);
   if (s.sliding_window) r += ", sliding_window=" + std::to_string(*s.sliding_window);
   if (s.live_tail_alloc) r += ", live_tail_alloc=True";
+  if (s.attention_chunk_size) r += ", attention_chunk_size=" + std::to_string(*s.attention_chunk_size);
   return r + ")";
 }
 
@@ -380,6 +381,9 @@ std::string manager_repr(const Manager& m) {
       return "FullAttentionManager(" + b + ")";
     case GroupKind::state:
       return "StateManager(" + b + ")";
+    case GroupKind::chunked:
+      return "ChunkedLocalAttentionManager(" + b +
+             ", attention_chunk_size=" + std::to_string(m.attention_chunk_size()) + ")";
     case GroupKind::sliding:
       break;
   }

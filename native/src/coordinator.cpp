@@ -254,6 +254,8 @@ DecodeResult Coordinator::decode_step(std::span<BlockTable* const> tables,
 
 int64_t Coordinator::resume(size_t g) const noexcept {
   const Manager& m = managers_[g];
+  if (m.kind() == GroupKind::chunked) [[unlikely]]
+    return 0;  // not full: its count depends on the boundary (resume_at)
   return m.kind() == GroupKind::full ? -1
                                      : geometry::resume_pages(m.sliding_window(), m.block_size());
 }
@@ -317,13 +319,15 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
       // page in use cannot be evicted, so they need no second look. A sliding group names
       // only the R slots behind each multiple of the alignment (13.4): the first `lead` slots
       // of every period of q stay unnamed (none for a full group, nor when R >= q).
-      const int64_t R = resume(i);
-      const int64_t lead = R < 0 ? 0 : std::max<int64_t>(0, q - R);
-      auto offered = [&](int64_t j) { return lead == 0 || j % q >= lead; };
+      auto lead_of = [&](int64_t j) {  // a chunked group's R depends on j's period (13.2)
+        const int64_t R = resume_behind(i, j, q);
+        return R < 0 ? 0 : std::max<int64_t>(0, q - R);
+      };
+      auto offered = [&](int64_t j) { return lead_of(j) == 0 || j % q >= lead_of(j); };
       constexpr int64_t kAhead = 8;  // names miss the cache: overlap the next ones' loads
       for (int64_t j = t.named_upto_; j < covered; ++j) {
         if (!offered(j)) {
-          j += lead - j % q - 1;  // to the period's first offered slot (the loop adds one)
+          j += lead_of(j) - j % q - 1;  // to the period's first offered slot (the loop adds one)
           continue;
         }
         const int64_t a = j + kAhead;
@@ -425,9 +429,9 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   for (; t > 0; --t) {
     bool ok = true;
     for (size_t i = 0; i < g && ok; ++i) {
-      const int64_t R = resume(i);
-      if (R < 0) continue;
+      if (resume(i) < 0) continue;
       const int64_t b = t * (alignment_ / managers_[i].block_size());
+      const int64_t R = resume_at(i, b);
       for (int64_t j = std::max<int64_t>(0, b - R); j < b && ok; ++j) ok = find(i, j) != 0;
     }
     if (ok) break;
@@ -443,7 +447,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   int64_t slots = 0, real = 0;
   for (size_t i = 0; i < g; ++i) {
     const int64_t b = t * (alignment_ / managers_[i].block_size());
-    const int64_t R = resume(i);
+    const int64_t R = resume_at(i, b);
     out.begin_[i] = slots;
     slots += b;
     real += R < 0 ? b : std::min(b, R);
@@ -455,7 +459,7 @@ PrefixMatch Coordinator::match_prefix(std::span<const Key> keys) const {
   if (host != nullptr) out.host_named_.reserve(static_cast<size_t>(real));
   for (size_t i = 0; i < g; ++i) {
     const int64_t b = out.begin_[i + 1] - out.begin_[i];
-    const int64_t R = resume(i);
+    const int64_t R = resume_at(i, b);
     int32_t* pages = out.pages_.data() + out.begin_[i];
     const int64_t k = managers_[i].block_size() / base_;
     for (int64_t j = R < 0 ? 0 : std::max<int64_t>(0, b - R); j < b; ++j) {
@@ -536,7 +540,7 @@ std::optional<LoadPlan> Coordinator::claim(std::span<BlockTable* const> tables,
     BlockTable& t = *tables[i];
     const std::span<const int32_t> pages = match.pages(static_cast<int64_t>(i));
     const auto b = static_cast<int64_t>(pages.size());
-    const int64_t R = resume(i);
+    const int64_t R = resume_at(i, b);
     t.slots_.assign(pages.begin(), pages.end());
     t.tail_ = 0;
     // The holes below the claimed resume pages are never rescanned.

@@ -28,11 +28,12 @@ std::atomic<uint64_t> next_coordinator{1};
 }  // namespace
 
 GroupSpec::GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window,
-                     bool live_tail_alloc)
+                     bool live_tail_alloc, std::optional<int64_t> attention_chunk_size)
     : kind(kind),
       block_size(block_size),
       sliding_window(sliding_window),
-      live_tail_alloc(live_tail_alloc) {
+      live_tail_alloc(live_tail_alloc),
+      attention_chunk_size(attention_chunk_size) {
   check();
 }
 
@@ -47,6 +48,19 @@ void GroupSpec::check() const {
     fail("sliding_window", "must be in [1, 2**31 - 1], got " + std::to_string(*sliding_window));
   if (kind != GroupKind::sliding && live_tail_alloc)
     fail("live_tail_alloc", std::string("is only taken by sliding groups, not ") + kind_name(kind));
+  if (kind == GroupKind::chunked && !attention_chunk_size)
+    fail("attention_chunk_size", "is required for a chunked group");
+  if (kind != GroupKind::chunked && attention_chunk_size)
+    fail("attention_chunk_size",
+         std::string("is only taken by chunked groups, not ") + kind_name(kind));
+  if (attention_chunk_size) {
+    const int64_t C = *attention_chunk_size;
+    if (C < 1 || C > geometry::INT32_MAX_TOKENS)
+      fail("attention_chunk_size", "must be in [1, 2**31 - 1], got " + std::to_string(C));
+    if (C % block_size != 0)
+      fail("attention_chunk_size", "must be a multiple of block_size " +
+                                       std::to_string(block_size) + ", got " + std::to_string(C));
+  }
 }
 
 Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool* host,
@@ -89,6 +103,9 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
         break;
       case GroupKind::state:
         managers_.push_back(StateManager(s.block_size));
+        break;
+      case GroupKind::chunked:
+        managers_.push_back(ChunkedLocalAttentionManager(s.block_size, *s.attention_chunk_size));
         break;
     }
   }
@@ -151,6 +168,19 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
     fail("table", "has extent " + std::to_string(t.extent()) + ", the request's first table " +
                       std::to_string(first.extent()) + ": one request's tables cover the same tokens");
   fail("table", "is invalid");  // not reached: callers come here only after a failed test
+}
+
+// Section 13.2: a chunked group's resume count depends on the boundary.
+int64_t Coordinator::resume_at(size_t g, int64_t b) const noexcept {
+  const Manager& m = managers_[g];
+  if (m.kind() == GroupKind::chunked) [[unlikely]]
+    return geometry::chunked_resume_pages(b, m.attention_chunk_size(), m.block_size());
+  return resume(g);
+}
+
+int64_t Coordinator::resume_behind(size_t g, int64_t j, int64_t q) const noexcept {
+  if (managers_[g].kind() != GroupKind::chunked) return resume(g);
+  return resume_at(g, geometry::next_period(geometry::period_start(j, q), q));
 }
 
 }  // namespace livetail

@@ -78,7 +78,7 @@ std::optional<OffloadPlan> Coordinator::plan_offload(std::span<BlockTable* const
     int64_t next = 0;
     for (int64_t T = alignment_; T <= num_tokens; T += alignment_) {
       const int64_t b = T / B;
-      for (int64_t j = std::max(next, b - R); j < b; ++j) add(i, s, j);
+      for (int64_t j = std::max(next, b - resume_at(i, b)); j < b; ++j) add(i, s, j);
       next = std::max(next, b);
     }
   }

@@ -56,6 +56,8 @@ const char* kind_name(GroupKind kind) noexcept {
       return "sliding";
     case GroupKind::state:
       return "state";
+    case GroupKind::chunked:
+      return "chunked";
   }
   return "?";
 }
@@ -64,14 +66,17 @@ GroupKind parse_kind(std::string_view kind) {
   if (kind == "full") return GroupKind::full;
   if (kind == "sliding") return GroupKind::sliding;
   if (kind == "state") return GroupKind::state;
-  fail("kind", "must be 'full', 'sliding' or 'state', got '" + std::string(kind) + "'");
+  if (kind == "chunked") return GroupKind::chunked;
+  fail("kind",
+       "must be 'full', 'sliding', 'state' or 'chunked', got '" + std::string(kind) + "'");
 }
 
 Manager::Manager(GroupKind kind, int64_t block_size, int64_t sliding_window,
                  int64_t live_alloc_alignment)
     : B_(block_size), W_(sliding_window), A_(live_alloc_alignment), kind_(kind) {
   check_range(block_size, 1, "block_size");
-  if (kind != GroupKind::full) check_range(sliding_window, 1, "sliding_window");
+  if (kind != GroupKind::full && kind != GroupKind::chunked)
+    check_range(sliding_window, 1, "sliding_window");
   check_range(live_alloc_alignment, 0, "live_alloc_alignment");
   if (live_alloc_alignment % block_size != 0)
     fail("live_alloc_alignment", "must be a multiple of block_size " + std::to_string(block_size) +
@@ -86,6 +91,16 @@ SlidingWindowManager::SlidingWindowManager(int64_t block_size, int64_t sliding_w
     : Manager(GroupKind::sliding, block_size, sliding_window, live_alloc_alignment) {}
 
 StateManager::StateManager(int64_t block_size) : Manager(GroupKind::state, block_size, 2, 0) {}
+
+ChunkedLocalAttentionManager::ChunkedLocalAttentionManager(int64_t block_size,
+                                                           int64_t attention_chunk_size)
+    : Manager(GroupKind::chunked, block_size, 0, 0) {
+  check_range(attention_chunk_size, 1, "attention_chunk_size");
+  if (attention_chunk_size % block_size != 0)
+    fail("attention_chunk_size", "must be a multiple of block_size " + std::to_string(block_size) +
+                                     ", got " + std::to_string(attention_chunk_size));
+  C_ = attention_chunk_size;
+}
 
 // --- failures (cold: built only when a check fails) ------------------------------------
 
@@ -218,7 +233,10 @@ int64_t Manager::blocks_reclaimable_at(const BlockTable& t, int64_t num_computed
   check_table(nullptr, t);
   check_frontier(t, num_computed_tokens);
   if (kind_ == GroupKind::full || t.pool_ == nullptr) return 0;
-  const int64_t b = geometry::reclaim_bound(num_computed_tokens, t.size(), W_, B_);
+  const int64_t f = num_computed_tokens;
+  const int64_t b = kind_ == GroupKind::chunked
+                        ? geometry::chunked_reclaim_bound(f, t.size(), C_, B_)
+                        : geometry::reclaim_bound(f, t.size(), W_, B_);
   const BlockPool& pool = *t.pool_;
   int64_t n = 0;
   // Pages whose last reference is this slot (and, unless count_uncached, that carry a name).

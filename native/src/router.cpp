@@ -89,23 +89,24 @@ Longest longest(std::span<const uint8_t> presence, size_t width, std::span<const
   thread_local std::vector<std::vector<int32_t>> runs;
   size_t partial = 0;
   for (const GroupRule& g : rules) {
-    if (g.resume <= 0) continue;
+    if (g.resume <= 0 && g.chunk == 0) continue;
     if (runs.size() <= partial) runs.emplace_back();
     std::vector<int32_t>& run = runs[partial++];
     const int64_t k = g.size / base, slots = m_max * lcm / g.size;
     run.assign(static_cast<size_t>(slots) + 1, 0);
     for (int64_t j = 0; j < slots; ++j) {
       const auto at = static_cast<size_t>(j);
-      run[at + 1] = present(j, k, g.column) ? run[at] + 1 : 0;
+      run[at + 1] = g.column >= 0 && present(j, k, g.column) ? run[at] + 1 : 0;
     }
   }
   for (int64_t m = m_max; m >= 1; --m) {
     bool ok = true;
     size_t at = 0;
     for (const GroupRule& g : rules) {
-      if (g.resume <= 0) continue;
+      if (g.resume <= 0 && g.chunk == 0) continue;
       const int64_t b = m * lcm / g.size;
-      ok = runs[at++][static_cast<size_t>(b)] >= std::min(b, g.resume);
+      const int64_t need = g.chunk > 0 ? b % g.chunk : std::min(b, g.resume);
+      ok = runs[at++][static_cast<size_t>(b)] >= need;
       if (!ok) break;
     }
     if (ok) return {m * lcm, none.full_through};

@@ -31,7 +31,7 @@ TEST(RouterTable, PlacedHashesAreFoundAndOthersAreRowZero) {
   const auto [a, b] = colliding();
   std::vector<uint64_t> table(2 << kBits, 0);
   const std::vector<uint64_t> hs{a, b, 1000};
-  ASSERT_TRUE(place(table, kBits, hs, std::vector<int32_t>{5, 6, 7}));
+  ASSERT_TRUE(place(table, kBits, hs, std::vector<int32_t>{5, 6, 7, 0}));
   EXPECT_EQ(table[2 * slot_of(a)], a);
   EXPECT_EQ(table[2 * slot_of(a) + 1], 5u);
   EXPECT_EQ(table[2 * ((slot_of(a) + 1) % 8)], b);  // the collision went to the next slot
@@ -69,16 +69,16 @@ struct Prompt {
 TEST(RouterLongest, FullGroupStopsAtTheFirstMissingSlot) {
   Prompt p(6, 1);
   for (size_t k : {0, 1, 2, 4, 5}) p.set(k, 0);
-  const Longest got = p.run(16, 16, {{16, -1, 0}});
+  const Longest got = p.run(16, 16, {{16, -1, 0, 0}});
   EXPECT_EQ(got.num_tokens, 48);
   EXPECT_FALSE(got.full_through);
   p.set(3, 0);
-  const Longest all = p.run(16, 16, {{16, -1, 0}});
+  const Longest all = p.run(16, 16, {{16, -1, 0, 0}});
   EXPECT_EQ(all.num_tokens, 96);
   EXPECT_TRUE(all.full_through);
   // A full group of two base pages per slot: slot j is key 2j + 1; lcm 32.
-  EXPECT_EQ(p.run(16, 32, {{32, -1, 0}}).num_tokens, 96);
-  EXPECT_EQ(p.run(16, 16, {{16, -1, -1}}).num_tokens, 0);  // never named a page
+  EXPECT_EQ(p.run(16, 32, {{32, -1, 0, 0}}).num_tokens, 96);
+  EXPECT_EQ(p.run(16, 16, {{16, -1, -1, 0}}).num_tokens, 0);  // never named a page
 }
 
 TEST(RouterLongest, SlidingSupportIsNotMonotone) {
@@ -89,7 +89,7 @@ TEST(RouterLongest, SlidingSupportIsNotMonotone) {
   for (size_t k = 0; k < 8; ++k) p.set(k, 0);
   p.set(3, 1);
   p.set(7, 1);
-  const std::vector<GroupRule> rules{{1, -1, 0}, {2, 1, 1}};
+  const std::vector<GroupRule> rules{{1, -1, 0, 0}, {2, 1, 1, 0}};
   EXPECT_EQ(p.run(1, 2, rules).num_tokens, 8);
   EXPECT_TRUE(p.run(1, 2, rules).full_through);
   Prompt q = p;
@@ -97,31 +97,50 @@ TEST(RouterLongest, SlidingSupportIsNotMonotone) {
   EXPECT_EQ(q.run(1, 2, rules).num_tokens, 4);
   // R = 2: boundary 8 needs slots 2 and 3, 4 needs slots 0 and 1.
   p.set(5, 1);
-  EXPECT_EQ(p.run(1, 2, {{1, -1, 0}, {2, 2, 1}}).num_tokens, 8);
-  EXPECT_EQ(q.run(1, 2, {{1, -1, 0}, {2, 2, 1}}).num_tokens, 0);
+  EXPECT_EQ(p.run(1, 2, {{1, -1, 0, 0}, {2, 2, 1, 0}}).num_tokens, 8);
+  EXPECT_EQ(q.run(1, 2, {{1, -1, 0, 0}, {2, 2, 1, 0}}).num_tokens, 0);
+}
+
+TEST(RouterLongest, ChunkedGroupNeedsTheSlotsOfItsChunkBehindTheBoundary) {
+  // Base 1, lcm 1: a full group holding every key and a chunked group B=1, C=4 (4 slots per
+  // chunk) holding slots 4 and 5 of 8: boundary 6 needs slots 4, 5 (held), 7 needs 4..6 (6
+  // missing), 8 a multiple of C needs none.
+  Prompt p(8, 2);
+  for (size_t k = 0; k < 8; ++k) p.set(k, 0);
+  p.set(4, 1);
+  p.set(5, 1);
+  const std::vector<GroupRule> rules{{1, -1, 0, 0}, {1, 0, 1, 4}};
+  EXPECT_EQ(p.run(1, 1, rules).num_tokens, 8);
+  Prompt seven(7, 2);
+  for (size_t k = 0; k < 7; ++k) seven.set(k, 0);
+  seven.set(4, 1);
+  seven.set(5, 1);
+  EXPECT_EQ(seven.run(1, 1, rules).num_tokens, 6);  // 7 misses slot 6
+  // Never named a page: only a multiple of C (4) is supported.
+  EXPECT_EQ(seven.run(1, 1, {{1, -1, 0, 0}, {1, 0, -1, 4}}).num_tokens, 4);
 }
 
 TEST(RouterLongest, StateAndWindowOneGroups) {
   // No full group: full_through is false; a state group needs the slot ending at T.
   Prompt p(5, 2);
   p.set(2, 0);
-  EXPECT_EQ(p.run(4, 4, {{4, 1, 0}}).num_tokens, 12);
-  EXPECT_FALSE(p.run(4, 4, {{4, 1, 0}}).full_through);
+  EXPECT_EQ(p.run(4, 4, {{4, 1, 0, 0}}).num_tokens, 12);
+  EXPECT_FALSE(p.run(4, 4, {{4, 1, 0, 0}}).full_through);
   // A sliding group with W = 1 (resume 0) supports every boundary even without a column.
-  EXPECT_EQ(p.run(4, 4, {{4, 1, 0}, {4, 0, -1}}).num_tokens, 12);
-  EXPECT_EQ(p.run(4, 4, {{4, 1, 0}, {4, 1, -1}}).num_tokens, 0);
+  EXPECT_EQ(p.run(4, 4, {{4, 1, 0, 0}, {4, 0, -1, 0}}).num_tokens, 12);
+  EXPECT_EQ(p.run(4, 4, {{4, 1, 0, 0}, {4, 1, -1, 0}}).num_tokens, 0);
   // A state group B=8 (lcm 8): slot 0 is key 1, slot 1 is key 3.
   p.set(3, 1);
-  EXPECT_EQ(p.run(4, 8, {{4, 1, 0}, {8, 1, 1}}).num_tokens, 0);  // 16 needs key 3 in group 0
+  EXPECT_EQ(p.run(4, 8, {{4, 1, 0, 0}, {8, 1, 1, 0}}).num_tokens, 0);  // 16 needs key 3 in group 0
   p.set(3, 0);
-  EXPECT_EQ(p.run(4, 8, {{4, 1, 0}, {8, 1, 1}}).num_tokens, 16);
+  EXPECT_EQ(p.run(4, 8, {{4, 1, 0, 0}, {8, 1, 1, 0}}).num_tokens, 16);
 }
 
 TEST(RouterLongest, BoundariesStopAtTwoToTheThirtyOneTokens) {
   Prompt p(3, 1);
   for (size_t k = 0; k < 3; ++k) p.set(k, 0);
   // 3 keys of 2^30 tokens: at most 2^31 - 1 tokens, so one boundary of 2^30.
-  EXPECT_EQ(p.run(int64_t{1} << 30, int64_t{1} << 30, {{int64_t{1} << 30, -1, 0}}).num_tokens,
+  EXPECT_EQ(p.run(int64_t{1} << 30, int64_t{1} << 30, {{int64_t{1} << 30, -1, 0, 0}}).num_tokens,
             int64_t{1} << 30);
 }
 

@@ -10,6 +10,7 @@ try:
     from ._core import (
         BlockPool,
         BlockTable,
+        ChunkedLocalAttentionManager,
         Coordinator,
         DetachedTables,
         FullAttentionManager,
@@ -43,6 +44,7 @@ except ImportError as _native_error:  # a broken or foreign-platform install
 __all__ = [
     "BlockPool",
     "BlockTable",
+    "ChunkedLocalAttentionManager",
     "Coordinator",
     "DetachedTables",
     "FullAttentionManager",

@@ -73,7 +73,12 @@ def _extra(module: str) -> Any:
 END_SEQ = (-1).to_bytes(8, "big", signed=True)
 
 # livetail group kind -> vLLM's KVCacheSpecKind value.
-KIND_NAMES = {"full": "full_attention", "sliding": "sliding_window", "state": "mamba"}
+KIND_NAMES = {
+    "full": "full_attention",
+    "sliding": "sliding_window",
+    "state": "mamba",
+    "chunked": "chunked_local_attention",  # as vLLM, its events carry no chunk size
+}
 
 # One group as vLLM describes it: (block_size, kv_cache_spec_kind, sliding window or None).
 GroupInfo = tuple[int, str, "int | None"]

@@ -315,6 +315,8 @@ class LockstepChecks:
         rule_ = self.rules[g]
         if rule_.W is None:
             return 0
+        if rule_.C is not None:  # section 13.2: the slots of the chunk-of-C behind b
+            return b - b % (rule_.C // rule_.B)
         return max(0, b - (-(-(rule_.W - 1) // rule_.B)))
 
     def _check_cache(self, op: Op, s: SideStep) -> list[Verdict]:

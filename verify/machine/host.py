@@ -117,6 +117,9 @@ class HostWorld:
         kind, B, W, _ = self.layout[g]
         window = 2 if kind == "state" else W
         lo = 0 if window is None else max(0, c - window + 1)
+        C = self.geometry.groups[g].attention_chunk_size
+        if kind == "chunked" and C is not None:  # section 13.2: keys [floor(c / C) * C, c]
+            lo = c // C * C
         return range(lo // B, (c - 1) // B + 1) if c > lo else range(0)
 
     def reachable(self, r: int, n: int, side: HostSide) -> list[tuple[int, int]]:
@@ -127,10 +130,13 @@ class HostWorld:
                 slots = list(range(n // B))
             else:
                 R = 1 if kind == "state" or W is None else -(-(W - 1) // B)
+                C = self.geometry.groups[g].attention_chunk_size
                 wanted = {
                     j
                     for T in range(self.align, n + 1, self.align)
-                    for j in range(max(0, T // B - R), T // B)
+                    for j in range(
+                        T // C * C // B if C is not None else max(0, T // B - R), T // B
+                    )
                 }
                 slots = sorted(wanted)
             t = side.tables[r][g]

@@ -22,7 +22,20 @@ LAYOUTS: list[list[tuple[str, int, int | None, bool]]] = [
     [("full", 4, None, False), ("sliding", 2, 5, True), ("state", 4, None, False)],
     [("sliding", 2, 3, False), ("full", 2, None, False)],
     [("sliding", 1, 3, True), ("full", 2, None, False)],
+    # A chunked group (section 13.2): the window slot holds its chunk size C.
+    [("full", 2, None, False), ("chunked", 2, 6, False)],
+    [("chunked", 1, 4, False), ("sliding", 2, 3, True), ("full", 4, None, False)],
 ]
+
+
+def layout_groups(layout: list[tuple[str, int, int | None, bool]]) -> tuple[GroupGeometry, ...]:
+    """A layout's group specs (a chunked entry's third field is its chunk size)."""
+    return tuple(
+        GroupGeometry(k, b, None, live, w) if k == "chunked" else GroupGeometry(k, b, w, live)
+        for k, b, w, live in layout
+    )
+
+
 NUM_REQUESTS = 3
 DOCS = 3
 
@@ -56,7 +69,7 @@ class HostMachine(RuleBasedStateMachine):
         wide=st.booleans(),
     )
     def setup(self, layout: int, device: int, host: int, wide: bool) -> None:
-        groups = tuple(GroupGeometry(k, b, w, live) for k, b, w, live in LAYOUTS[layout])
+        groups = layout_groups(LAYOUTS[layout])
         geometry = Geometry(groups, device, NUM_REQUESTS, host)
         # Half the worlds align to two lcms (semantics 13.9): hits, resume pages, names and
         # offloads on its multiples only.

@@ -64,7 +64,10 @@ class HostSide:
     def build(cls, impl: Impl, geometry: Geometry) -> HostSide:
         m = impl.module
         specs = [
-            m.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
+            m.GroupSpec(
+                g.kind, g.block_size, g.sliding_window, g.live_tail_alloc,
+                attention_chunk_size=g.attention_chunk_size,
+            )
             for g in geometry.groups
         ]
         device, host = geometry.num_blocks, geometry.host_blocks or 1

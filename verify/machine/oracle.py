@@ -24,6 +24,7 @@ class GroupRule:
     B: int
     W: int | None
     A: int
+    C: int | None = None  # a chunked group's chunk size (section 13.2)
 
     @staticmethod
     def of(g: GroupGeometry, align: int) -> GroupRule:
@@ -31,6 +32,9 @@ class GroupRule:
             return GroupRule("full", g.block_size, None, 0)
         if g.kind == "state":
             return GroupRule("state", g.block_size, 2, 0)
+        if g.kind == "chunked":
+            # W = 1 only marks a reclaiming group; the chunk size C decides the reads.
+            return GroupRule("chunked", g.block_size, 1, 0, g.attention_chunk_size)
         return GroupRule(
             "sliding", g.block_size, g.sliding_window, align if g.live_tail_alloc else 0
         )
@@ -84,6 +88,8 @@ def oracle_bound(f: int, slots: int, g: GroupRule) -> int:
     """Reclaim bound b = min(slid_out(f), slots); 0 for full groups (nothing reclaimed)."""
     if g.W is None:
         return 0
+    if g.C is not None:  # section 13.2: the query at f reads from floor(f / C) * C on
+        return min((f // g.C * g.C) // g.B, slots)
     return min(oracle_slid_out(f, g.W, g.B), slots)
 
 

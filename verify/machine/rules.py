@@ -27,7 +27,7 @@ from .step import StepFailure
 
 PAGE_SIZES = (1, 2, 3, 4, 8, 16)
 # "live" twice: live-tail groups are where holes, resume pages and the sequential charge live.
-GROUP_KINDS = ("full", "live", "sliding", "live", "state")
+GROUP_KINDS = ("full", "live", "sliding", "live", "state", "chunked")
 
 
 @st.composite
@@ -47,6 +47,9 @@ def geometries(draw: st.DrawFn) -> Geometry:
             near = sorted({1, 2, B - 1, B, B + 1, lcm - 1, lcm, lcm + 1, 2 * lcm + 1} - {0})
             W = draw(st.one_of(st.sampled_from(near), st.integers(1, 3 * lcm + 8)))
             groups.append(GroupGeometry("sliding", B, W, kind == "live"))
+        elif kind == "chunked":  # C a multiple of B: one page, around the lcm, or a few pages
+            C = B * draw(st.sampled_from(sorted({1, 2, 3, max(1, lcm // B), 2 * lcm // B})))
+            groups.append(GroupGeometry("chunked", B, None, False, C))
         else:
             groups.append(GroupGeometry(kind, B))
     k = draw(st.sampled_from([1, 1, 2, 4]))

@@ -241,7 +241,10 @@ class Side:
         self.mod = m
         self.geometry = geometry
         specs = [
-            m.GroupSpec(g.kind, g.block_size, g.sliding_window, g.live_tail_alloc)
+            m.GroupSpec(
+                g.kind, g.block_size, g.sliding_window, g.live_tail_alloc,
+                attention_chunk_size=g.attention_chunk_size,
+            )
             for g in geometry.groups
         ]
         self.pool = m.BlockPool(geometry.num_blocks, events=True)

@@ -308,6 +308,7 @@ CLOSED_FORMS = [
     ("geometry::blocks_needed_sequential", "managers.h Manager::blocks_needed_for_sequential"),
     ("geometry::tail_after", "managers.h acquire_unchecked, blocks_needed_for_sequential"),
     ("geometry::reclaim_bound", "managers.h reclaim_unchecked; managers.cpp"),
+    ("geometry::chunked_reclaim_bound", "managers.h reclaim_unchecked; managers.cpp"),
     ("geometry::resume_pages", "coordinator.cpp Coordinator::resume"),
 ]
 

@@ -24,6 +24,7 @@ from .arithmetic import (
     sequential_fits_checks_agree,
     textbook_round_up,
 )
+from .chunked import chunked_hit_rule, chunked_reclaim_exact
 from .closed_forms import (
     blocks_needed_equals_acquire,
     live_count_closed_form,
@@ -107,6 +108,8 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (reclaim_releases_only_expired, "7.5 (the reclaim bound)"),
     (reclaim_slots, "7.5 and 7.6 per slot (the model's reclaim, slot by slot)"),
     (reclaimable_slots, "7.5 (blocks_reclaimable_at, slot by slot)"),
+    (chunked_reclaim_exact, "7.5 (a chunked group's reclaim bound, section 13.2)"),
+    (chunked_hit_rule, "7.8 (a chunked group's hit rule, section 13.2)"),
     (naming_reaches, "7.8 (naming reaches every page a hit needs)"),
     (naming_only_reachable, "7.8 (sparse naming: nothing a hit cannot use, 13.4)"),
     (step_plan, "7.10 (two requests, no page shared between them)"),

@@ -19,8 +19,9 @@ namespace livetail {
 struct GroupSpec {
   // Throws std::invalid_argument: a window only (and always) for sliding, live tail only
   // for sliding, page size and window in [1, 2**31 - 1].
+  // attention_chunk_size only (and always) for chunked, a multiple of block_size.
   GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window = {},
-            bool live_tail_alloc = false);
+            bool live_tail_alloc = false, std::optional<int64_t> attention_chunk_size = {});
 
   // The constructor's checks, for a spec whose public fields were changed since.
   void check() const;
@@ -29,6 +30,7 @@ struct GroupSpec {
   int64_t block_size;
   std::optional<int64_t> sliding_window;
   bool live_tail_alloc;
+  std::optional<int64_t> attention_chunk_size;
 
   bool operator==(const GroupSpec&) const = default;
 };
@@ -260,6 +262,10 @@ class Coordinator {
   void release_offloaded(const CopyPlan& plan);
   // Slots behind a boundary that group g needs to resume there; -1 = every slot (full).
   int64_t resume(size_t g) const noexcept;
+  // The same at the boundary of b slots: a chunked group's count depends on b (section 13.2).
+  int64_t resume_at(size_t g, int64_t b) const noexcept;
+  // The count at the boundary ending slot j's period of q slots (the one deciding slot j).
+  int64_t resume_behind(size_t g, int64_t j, int64_t q) const noexcept;
   // cache_full_blocks with token ids (nullptr: none), the count of token_ids checked.
   int64_t cache_full_blocks(std::span<BlockTable* const> tables, std::span<const Key> keys,
                             int64_t num_tokens, const uint32_t* token_ids);

@@ -245,4 +245,20 @@ LIVETAIL_INLINE int64_t resume_run_end(int64_t p0, int64_t m, int64_t h) { retur
 // First slot of the period after p0's.
 LIVETAIL_INLINE int64_t next_period(int64_t p0, int64_t m) { return p0 + m; }
 
+// --- chunked local attention (semantics section 13.2) ---------------------------------
+// The query at position t reads [floor(t / C) * C, t]; C is a positive multiple of B.
+
+// floor(t / C) * C: the first key the query at position t reads.
+LIVETAIL_INLINE int64_t chunk_start(int64_t t, int64_t C) { return div(t, C) * C; }
+
+// b = min(chunk_start(f) / B, slots): after f tokens no later query reads a slot below b.
+LIVETAIL_INLINE int64_t chunked_reclaim_bound(int64_t f, int64_t slots, int64_t C, int64_t B) {
+  return min(div(chunk_start(f, C), B), slots);
+}
+
+// Slots behind the boundary of b slots that a request resuming there reads: b mod (C / B).
+LIVETAIL_INLINE int64_t chunked_resume_pages(int64_t b, int64_t C, int64_t B) {
+  return mod(b, div(C, B));
+}
+
 }  // namespace livetail::geometry

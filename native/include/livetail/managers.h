@@ -13,9 +13,9 @@
 
 namespace livetail {
 
-enum class GroupKind : uint8_t { full, sliding, state };
+enum class GroupKind : uint8_t { full, sliding, state, chunked };
 
-// "full", "sliding", "state".
+// "full", "sliding", "state", "chunked".
 const char* kind_name(GroupKind kind) noexcept;
 // Throws std::invalid_argument naming `kind` for anything else.
 GroupKind parse_kind(std::string_view kind);
@@ -28,6 +28,7 @@ class Manager {
   int64_t block_size() const noexcept { return B_; }
   int64_t sliding_window() const noexcept { return W_; }  // 0 for full, 2 for state
   int64_t live_alloc_alignment() const noexcept { return A_; }
+  int64_t attention_chunk_size() const noexcept { return C_; }  // 0 unless chunked
 
   // Public entry points: validate (std::invalid_argument naming the argument, nothing
   // changed), then run the trusting versions below.
@@ -111,7 +112,10 @@ class Manager {
   [[gnu::always_inline]] int64_t reclaim_unchecked(BlockPool& pool, BlockTable& t,
                                                    int64_t f) const noexcept {
     if (kind_ == GroupKind::full) return 0;
-    const int64_t b = geometry::reclaim_bound(f, t.size(), W_, B_);
+    // A chunked group's bound is its own (semantics section 13.2).
+    const int64_t b = kind_ == GroupKind::chunked
+                          ? geometry::chunked_reclaim_bound(f, t.size(), C_, B_)
+                          : geometry::reclaim_bound(f, t.size(), W_, B_);
     return b > t.floor_ ? punch_band(pool, t, b) : 0;  // mostly nothing new slid out
   }
   // Releases every page, empties and unbinds the table.
@@ -141,6 +145,8 @@ class Manager {
   int64_t B_, W_, A_;
   GroupKind kind_;
   uint64_t owner_ = 0;  // the id of the coordinator whose group this is; 0: made on its own
+  int64_t C_ = 0;       // a chunked group's attention_chunk_size; 0 for the other kinds
+  friend class ChunkedLocalAttentionManager;
   friend class Coordinator;
 };
 
@@ -160,6 +166,15 @@ class SlidingWindowManager : public Manager {
 class StateManager : public Manager {
  public:
   explicit StateManager(int64_t block_size);
+};
+
+// Chunked local attention (semantics section 13.2): the query at t reads
+// [floor(t / C) * C, t]. Every slot allocated (no live tail); reclaim at f releases the slots
+// below floor(f / C) * C / B.
+class ChunkedLocalAttentionManager : public Manager {
+ public:
+  // attention_chunk_size: a positive multiple of block_size.
+  ChunkedLocalAttentionManager(int64_t block_size, int64_t attention_chunk_size);
 };
 
 inline bool Manager::acquire(BlockPool& pool, BlockTable& t, int64_t num_tokens) const {

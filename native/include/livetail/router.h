@@ -26,11 +26,14 @@ bool place(std::span<uint64_t> table, int bits, std::span<const uint64_t> hashes
            std::span<const int32_t> rows);
 
 // One group of an engine: block size, slots it needs behind a boundary (-1: every slot, a
-// full group; 0: none, a sliding group with W = 1), presence column (-1: none yet).
+// full group; 0: none, a sliding group with W = 1), presence column (-1: none yet), and for a
+// chunked group (semantics section 13.2) its slots per chunk C / B (resume 0): behind the
+// boundary of b slots it needs b mod chunk slots. 0 for the other kinds.
 struct GroupRule {
   int64_t size;
   int64_t resume;
   int64_t column;
+  int64_t chunk;
 };
 
 struct Longest {

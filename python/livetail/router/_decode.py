@@ -125,6 +125,8 @@ def _plan(events: list[Any], layout: list[GroupLayout | None], fixed: bool) -> l
             known = layout[g]
             if known is None:
                 layout[g] = got
+            elif got[1] == "chunked" and got[2] is None and known[:2] == got[:2]:
+                pass  # vLLM's events carry no chunk size: the registered one stands
             elif known != got:
                 raise ValueError(f"events[{i}]: group {g} is {got}, known as {known}")
         if bit and hs and set(map(type, hs)) == {int}:

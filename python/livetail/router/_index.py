@@ -12,7 +12,7 @@ import numpy as np
 from . import _native, _numpy
 from ._decode import _events_of, _plan
 from ._hashes import key_hashes
-from ._layout import _ALL_TIERS, _MAX_GROUPS, GroupLayout, _as_layout, _Engine
+from ._layout import _ALL_TIERS, _MAX_GROUPS, GroupLayout, _as_layout, _Engine, _known
 
 _FIRST_CHUNK = 512  # keys a query looks up first (then 4x more while some engine may go on)
 
@@ -111,7 +111,9 @@ class PrefixIndex:
             if len(eng.groups) > len(groups):
                 raise ValueError(f"layout: the engine already sent group {len(eng.groups) - 1}")
             for g, known in enumerate(eng.groups):
-                if known is not None and known != groups[g]:
+                # A chunked group learned from events has no chunk size yet: the layout's holds.
+                learned = not _known(known) and known[:2] == groups[g][:2] if known else False
+                if known is not None and known != groups[g] and not learned:
                     raise ValueError(f"layout[{g}]: differs from the learned {known}")
         if eng is None:
             eng = self._engines[engine_id] = _Engine(engine_id)

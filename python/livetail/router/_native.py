@@ -11,7 +11,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from ._layout import INT32_MAX, _Engine, _resume
+from ._layout import INT32_MAX, _chunk, _Engine, _resume
 
 try:
     from .. import _core
@@ -60,9 +60,9 @@ def answer(
             continue
         if e.rules is None:
             e.rules = np.array(
-                [(lay[0], _resume(lay), c) for lay, c in zip(e.groups, e.cols) if lay],
+                [(lay[0], _resume(lay), c, _chunk(lay)) for lay, c in zip(e.groups, e.cols) if lay],
                 np.int64,
-            ).reshape(-1, 3)
+            ).reshape(-1, 4)
         todo.append(e)
     # As in the numpy loops: keys in growing chunks while some engine's full groups hold
     # every slot so far (an engine without a full group may match anywhere: all keys). An

@@ -8,7 +8,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from ._layout import INT32_MAX, GroupLayout, _Engine, _resume
+from ._layout import INT32_MAX, GroupLayout, _chunk, _Engine, _resume
 
 _MUL = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing spreads structured hash values
 _TAIL = 32  # probe sequences left below this many go one by one
@@ -141,10 +141,12 @@ def _answers(eng: _Engine, cols: list[list[int]], present: np.ndarray, n: int) -
     groups = [(g, lay) for g, lay in enumerate(eng.groups) if lay is not None]
     for g, layout in sorted(groups, key=lambda gl: gl[1][1] != "full"):
         size, R = layout[0], _resume(layout)
-        if R == 0:
+        chunk = _chunk(layout)  # a chunked group (section 13.2): its need varies per boundary
+        if R == 0 and not chunk:
             continue  # W = 1: every boundary, no page
         col = np.array([c[g] for c in cols], np.intp)
-        M[col < 0] = 0  # a group that never named a page supports no boundary above 0
+        if not chunk:
+            M[col < 0] = 0  # a group that never named a page supports no boundary above 0
         limit = int(M.max()) * L // size
         if limit == 0:
             return [0] * E
@@ -152,7 +154,10 @@ def _answers(eng: _Engine, cols: list[list[int]], present: np.ndarray, n: int) -
         # (engine, slot), contiguous per engine: numpy's inner loops run along the slots.
         mine = present[k - 1 :: k][:limit][:, np.maximum(col, 0)]
         slots = np.ascontiguousarray((mine != 0).T)
-        if R < 0:
+        if chunk:
+            slots[col < 0] = False  # never named a page: only multiples of C are supported
+            partial.append((slots, size, -chunk))
+        elif R < 0:
             first = np.where(slots.all(axis=1), limit, np.argmin(slots, axis=1))
             M = np.minimum(M, first * size // L)
         else:
@@ -169,6 +174,11 @@ def _answers(eng: _Engine, cols: list[list[int]], present: np.ndarray, n: int) -
         # counts min(b, R) present slots.
         cum = np.zeros((E, step * top + 1), np.int32)
         np.cumsum(slots[:, : step * top], axis=1, dtype=np.int32, out=cum[:, 1:])
+        if R < 0:  # a chunked group of -R slots per chunk: [b - b mod -R, b) whole
+            bs = np.arange(1, top + 1) * step
+            lo = bs // -R * -R
+            ok &= cum[:, bs] - cum[:, lo] == bs - lo
+            continue
         at_b = cum[:, step::step]
         low = np.zeros_like(at_b)
         i0 = -(-R // step) - 1  # first boundary index with b >= R

@@ -171,6 +171,14 @@ def entry_points(inp: Inputs, tr: Tracker, pa: Any = Z3) -> None:
         lambda: geo.blocks_needed_sequential(slots, tail, first, extra, W, B, A, ar),
     )
     under("reclaim_bound(f, slots, W, B)", [], lambda: geo.reclaim_bound(f, slots, W, B, ar))
+    # A chunked group's bound (section 13.2): C a positive multiple of B at most 2**31 - 1,
+    # here m * B with the live inputs' m (B itself without them).
+    C = B if isinstance(inp.A, int) else A
+    under(
+        "chunked_reclaim_bound(f, slots, C, B)",
+        [],
+        lambda: geo.chunked_reclaim_bound(f, slots, C, B, ar),
+    )
 
 
 def holds_in(ob: Obligation, width: str) -> Any:
