@@ -441,3 +441,29 @@ def chunked_resume_pages(b: Num, C: Num, B: Num, ar: Arith = INT) -> Num:
     """Slots behind the boundary of b slots (T = b * B) that a request resuming there reads:
     those of [chunk_start(T), T), i.e. b mod (C / B); none when T is a multiple of C."""
     return ar.mod(b, ar.div(C, B))
+
+
+@_memo_on_ints
+def blocks_needed_prompt_chunked(
+    slots: Num, tail: Num, n: Num, L: Num, decode: Num, C: Num, B: Num, ar: Arith = INT
+) -> Num:
+    """The whole-prompt charge (section 13.1) of a chunked group, in O(1).
+
+    After a reclaim at frontier f the table holds the slots [chunk_start(f) / B, ceil(f / B)),
+    all real (no live tail); a chunk from f to F adds the slots up to ceil(F / B). For a fixed
+    f the longest chunk holds the most, and within one chunk-of-C the last f does: so the
+    chunk from the last frontier of the extent's own chunk-of-C (or from N - 1) is the
+    worst, and the decode acquire from N the other candidate. Counted beyond the pages held
+    once reclaimed at the extent, as for the other kinds.
+    """
+    e = extent(slots, tail, B)
+    N = e + n
+    k0 = chunk_start(e, C, ar)
+    held = ceil_div(e, B, ar) - ar.min(ar.div(k0, B), slots)
+    chunks = ar.cond(n > 0, lambda: ceil_div(ar.min(C - 1 + L, N - k0), B, ar), lambda: 0)
+    dec = ar.cond(
+        decode > 0,
+        lambda: ceil_div(N + decode, B, ar) - ar.div(chunk_start(N, C, ar), B),
+        lambda: 0,
+    )
+    return ar.max(0, ar.max(chunks, dec) - held)

@@ -212,6 +212,8 @@ class _Manager:
         s, tail = len(t.slots), t.tail_available
         if self.kind == "full":
             return int(geo.blocks_needed(s, tail, n + d, self._window(), self._B, 0))
+        if self.kind == "chunked":
+            return int(geo.blocks_needed_prompt_chunked(s, tail, n, C, d, self._C, self._B))
         return int(
             geo.blocks_needed_prompt(s, tail, n, C, d, self._window(), self._B, self._A)
         )

@@ -21,6 +21,8 @@ def _manager(impl: ModuleType, kind: str, B: int, W: int, A: int) -> object:
         return impl.FullAttentionManager(B)
     if kind == "state":
         return impl.StateManager(B)
+    if kind == "chunked":  # W counts pages per chunk of attention here
+        return impl.ChunkedLocalAttentionManager(B, W * B)
     return impl.SlidingWindowManager(B, W, A)
 
 
@@ -53,7 +55,7 @@ def _compositions(n: int, C: int) -> list[list[int]]:
     return [[k, *rest] for k in range(1, min(C, n) + 1) for rest in _compositions(n - k, C)]
 
 
-KINDS = [("full", 0), ("state", 0), ("sliding", 0), ("sliding", 1), ("sliding", 2)]
+KINDS = [("full", 0), ("state", 0), ("sliding", 0), ("sliding", 1), ("sliding", 2), ("chunked", 0)]
 
 
 @pytest.mark.parametrize(("kind", "m"), KINDS)

@@ -256,6 +256,21 @@ LIVETAIL_INLINE int64_t chunked_reclaim_bound(int64_t f, int64_t slots, int64_t 
   return min(div(chunk_start(f, C), B), slots);
 }
 
+// The whole-prompt charge of a chunked group (section 13.1; spec: blocks_needed_prompt_chunked):
+// the chunk from the last frontier of the extent's chunk-of-C, or the decode acquire, at its
+// largest, beyond the pages held once reclaimed at the extent.
+LIVETAIL_INLINE int64_t blocks_needed_prompt_chunked(int64_t slots, int64_t tail, int64_t n,
+                                                     int64_t L, int64_t decode, int64_t C,
+                                                     int64_t B) {
+  const int64_t e = extent(slots, tail, B);
+  const int64_t N = e + n;
+  const int64_t k0 = chunk_start(e, C);
+  const int64_t held = ceil_div(e, B) - min(div(k0, B), slots);
+  const int64_t chunks = n > 0 ? ceil_div(min(C - 1 + L, N - k0), B) : 0;
+  const int64_t dec = decode > 0 ? ceil_div(N + decode, B) - div(chunk_start(N, C), B) : 0;
+  return max(int64_t{0}, max(chunks, dec) - held);
+}
+
 // Slots behind the boundary of b slots that a request resuming there reads: b mod (C / B).
 LIVETAIL_INLINE int64_t chunked_resume_pages(int64_t b, int64_t C, int64_t B) {
   return mod(b, div(C, B));

@@ -223,6 +223,9 @@ inline int64_t Manager::blocks_needed_for_prompt(const BlockTable& t, int64_t nu
   check_fits(slots, tail, num_tokens + decode_tokens, "num_tokens + decode_tokens");
   if (kind_ == GroupKind::full)
     return geometry::blocks_needed(slots, tail, num_tokens + decode_tokens, W_, B_, 0);
+  if (kind_ == GroupKind::chunked)
+    return geometry::blocks_needed_prompt_chunked(slots, tail, num_tokens, max_chunk_tokens,
+                                                  decode_tokens, C_, B_);
   return geometry::blocks_needed_prompt(slots, tail, num_tokens, max_chunk_tokens, decode_tokens,
                                         W_, B_, A_);
 }
