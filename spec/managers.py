@@ -212,8 +212,6 @@ class _Manager:
         s, tail = len(t.slots), t.tail_available
         if self.kind == "full":
             return int(geo.blocks_needed(s, tail, n + d, self._window(), self._B, 0))
-        if self.kind == "chunked":
-            return int(geo.blocks_needed_prompt_chunked(s, tail, n, C, d, self._C, self._B))
         return int(
             geo.blocks_needed_prompt(s, tail, n, C, d, self._window(), self._B, self._A)
         )
@@ -384,6 +382,11 @@ class ChunkedLocalAttentionManager(_Manager):
 
     def _reclaim_bound(self, table: BlockTable, f: int) -> int:
         return int(geo.chunked_reclaim_bound(f, len(table.slots), self._C, self._B))
+
+    def _prompt(self, t: BlockTable, n: int, C: int, d: int) -> int:
+        # Section 13.1 for this kind: its own closed form (chunk_start replaces slid_out).
+        s, tail = len(t.slots), t.tail_available
+        return int(geo.blocks_needed_prompt_chunked(s, tail, n, C, d, self._C, self._B))
 
     def __repr__(self) -> str:
         return (

@@ -174,7 +174,7 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
                 np.zeros((1, 2), np.int64),
                 np.array([1], np.int64),
             ),
-            "rules must have shape (groups, 3)",
+            "rules must have shape (groups, 4)",
         ),
     ],
     ("python/bind_router.inc", "rules: a group's size, resume, column or chunk is out of range"): [
@@ -190,10 +190,10 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
                 _ROWS,
                 4,
                 np.array([4], np.int64),
-                np.array([[4, -1, 1]], np.int64),
+                np.array([[4, -1, 1, 0]], np.int64),
                 np.array([1], np.int64),
             ),
-            "rules: a group's size, resume or column is out of range",
+            "rules: a group's size, resume, column or chunk is out of range",
         ),
     ],
     ("python/bind_router.inc", "rows: a row outside presence"): [

@@ -73,9 +73,17 @@ BY_AGREEMENT = ("names-skip-last-page", "names-unreachable-slots")
 # benchmarks/quick_campaign_catch.py, seed 0). load-into-hole left this list when the host
 # machine's offload rule started drawing a partial write-back (max_pages): the draws of seed 0
 # changed and reach it.
-# Not queried by the machine: the whole-prompt charge (semantics 13.1); its bounded theorem
-# prompt-charge-bounds-every-chunk-bounded refutes the variant (tests/test_variants_caught.py).
-NOT_IN_THE_MACHINE = ("prompt-charge-largest-chunk",)
+# Left to the theorems: the whole-prompt charge (semantics 13.1), which the machine does not
+# query (prompt-charge-bounds-every-chunk-bounded refutes its variant), and the chunked kind's.
+NOT_IN_THE_MACHINE = (
+    "prompt-charge-largest-chunk",
+    # The chunked kind's closed forms: its two unbounded theorems kill them
+    # (tests/test_variants_caught.py, BY_THEOREMS); the campaign draws chunked groups too.
+    "chunked-reclaim-one-chunk-late",
+    "chunked-reclaim-one-chunk-early",
+    "chunked-hit-demands-whole-chunk",
+    "chunked-hit-one-slot-short",
+)
 MISSED_BY_25 = ("reclaimable-counts-shared", "evict-pinned-host-page")
 
 

@@ -27,6 +27,7 @@ from livetail.spec.table import BlockTable
 
 from .fork_variants import FORK_RULES
 from .variants_chunked import variants as _chunked_variants
+from .variants_prompt import variants as _prompt_variants
 
 
 @dataclass(frozen=True)
@@ -594,22 +595,6 @@ HOST_VARIANTS.update(
 )
 
 
-# --- the whole-prompt charge (semantics 13.1) -------------------------------------------
-
-
-def _largest_chunk(f: Num, C: Num, N: Num, B: Num, ar: Arith = geo.INT) -> Num:
-    # Wrong: the chunk from f peaks at its largest end; with live tail a shorter chunk can
-    # hold more (slid_out(F) grows with F and punches holes).
-    return ar.min(f + C, N)
-
-
-VARIANTS["prompt-charge-largest-chunk"] = Variant(
-    "prompt-charge-largest-chunk",
-    "blocks_needed_for_prompt charges each chunk at its largest end only",
-    geo,
-    "chunk_peak_end",
-    _largest_chunk,
-)
-
-# Chunked local attention (semantics section 13.2): verify/variants_chunked.py.
+# The whole-prompt charge (13.1), chunked attention (13.2): variants_prompt/_chunked.py.
+VARIANTS.update(_prompt_variants(Variant))
 VARIANTS.update(_chunked_variants(Variant))

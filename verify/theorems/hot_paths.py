@@ -32,9 +32,10 @@ from .prover.terms import model_values
 from .prover.theorem import theorem
 from .sites import coordinator as coordinator_sites
 from .sites import managers as manager_sites
+from .sites import prefix as prefix_sites
 from .sites.managers import CONSTANTS, Site
 
-SITES: list[Site] = [*manager_sites.SITES, *coordinator_sites.SITES]
+SITES: list[Site] = [*manager_sites.SITES, *coordinator_sites.SITES, *prefix_sites.SITES]
 
 WIDTHS = {
     "int64": (-(2**63), 2**63 - 1),

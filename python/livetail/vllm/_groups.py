@@ -243,3 +243,23 @@ def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) ->
             f"groups' lcm page size {lcm}"
         )
     return int(interval)
+
+
+def drop_eagle_block(
+    c: livetail.Coordinator, keys: list[bytes], match: livetail.PrefixMatch, lcm: int, per_key: int
+) -> livetail.PrefixMatch:
+    """vLLM's drop_eagle_block: match over the keys, then drop the last lcm of the hit.
+
+    The hit is T - L (L the lcm of the page sizes, vLLM's scheduler block size) for the
+    greatest boundary T that both T and T - L are resumable at. For a full group T's pages
+    contain T - L's; for a sliding group that is the run of pages behind T - L plus the
+    page(s) up to T: one page longer than a hit at T - L alone needs, as vLLM's
+    SlidingWindowManager asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
+    """
+    t = int(match.num_tokens)
+    while t > lcm:
+        below = c.match_prefix(keys[: (t - lcm) // per_key])
+        if int(below.num_tokens) == t - lcm:
+            return below
+        t = int(below.num_tokens)  # the greatest resumable boundary below t - lcm
+    return c.match_prefix([])

@@ -22,6 +22,7 @@ from ._events import _EventsAndStats
 from ._groups import (
     KEY_BYTES,
     built_layouts,
+    drop_eagle_block,
     group_specs,
     key_of,
     layout_of,
@@ -292,7 +293,7 @@ class KVCacheManager(_EventsAndStats, _View):
         n = min(len(keys), max(0, max_cache_hit_length) // self._base)
         match = self.livetail_coordinator.match_prefix(keys[:n])
         if self.use_eagle:
-            match = self._drop_eagle_block(keys, match)
+            match = drop_eagle_block(self.livetail_coordinator, keys, match, self._lcm, self._base)
         self._drain_events(None)
         num_tokens = int(match.num_tokens)
         if num_tokens == 0:
@@ -304,28 +305,6 @@ class KVCacheManager(_EventsAndStats, _View):
         blocks = self._blocks
         hit = tuple([blocks[p] for p in pages.tolist()] for pages in match.pages)
         return KVCacheBlocks(hit), num_tokens, 0
-
-    def _drop_eagle_block(
-        self, keys: list[bytes], match: livetail.PrefixMatch
-    ) -> livetail.PrefixMatch:
-        """vLLM's drop_eagle_block: match over the keys, then drop the last lcm of the hit.
-
-        The hit is T - L (L the lcm of the page sizes, vLLM's scheduler block size) for the
-        greatest boundary T that both T and T - L are resumable at. For a full group T's
-        pages contain T - L's; for a sliding group that is the run of pages behind T - L
-        plus the page(s) up to T: one page longer than a hit at T - L alone needs, as
-        vLLM's SlidingWindowManager asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
-        """
-        c = self.livetail_coordinator
-        lcm = self._lcm
-        per_key = self._base
-        t = int(match.num_tokens)
-        while t > lcm:
-            below = c.match_prefix(keys[: (t - lcm) // per_key])
-            if int(below.num_tokens) == t - lcm:
-                return below
-            t = int(below.num_tokens)  # the greatest resumable boundary below t - lcm
-        return c.match_prefix([])
 
     def get_computed_blocks_for_connector(
         self, request: Request, max_cache_hit_length: int | None = None
