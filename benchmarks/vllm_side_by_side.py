@@ -324,12 +324,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"  {a.layout} / {a.stream} / pool {a.pool}: step {t} {fld}: vLLM {x} adapter {y}"
             )
-    print("\nWhole-prompt admission charges that differ (vLLM / adapter):")
+    print("\nWhole-prompt admission checks (first stream; adapter's charge minus vLLM's):")
     for layout in LAYOUTS:
         for nb in pool_sizes(layout, args.ci):
-            for rid, x, y in admission_charges(layout, nb, args.ci):
-                if x != y:
-                    print(f"  {layout} / pool {nb}: {rid} {x} / {y}")
+            charges = admission_charges(layout, nb, args.ci)
+            d = [(r, y - x) for r, x, y in charges if x != y]
+            extra = f", by {min(e for _, e in d)} to {max(e for _, e in d)} pages" if d else ""
+            reqs = sorted({r for r, _ in d}, key=lambda r: int(r[1:]))
+            print(
+                f"  {layout} / pool {nb}: {len(d)} of {len(charges)} differ{extra}"
+                + (f" (requests {' '.join(reqs)})" if d else "")
+            )
     lrows = live_tail_rows(args.ci)
     print("\n## Live tail on for the compressor groups (DeepSeek-V4 layout)\n")
     print_live_tail(lrows, print)

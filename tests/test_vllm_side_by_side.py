@@ -118,14 +118,19 @@ def test_each_rule_alone_leaves_a_difference_on_full_swa(
         assert (60, "admitted", (), (("r10", 256),)) in d
 
 
-def test_whole_prompt_charges_differ_only_with_a_prefix_hit(harness: Any) -> None:
+def test_whole_prompt_charges_differ_only_with_a_prefix_hit(
+    harness: Any, rows: dict[tuple[str, int], Any]
+) -> None:
     # vLLM caps a sliding group's charge at ceil((W - 1 + C) / B) + 1 pages; livetail
     # charges the exact peak of its chunks but counts the pages a hit claims as held to the
-    # end (docs/decisions.md), so it charges more for r4 and r5 (1024-token hits). No
+    # end (docs/decisions.md), so it may charge more for a request with a hit. No
     # admission changes: the pool has room for either charge when they are asked.
     charges = harness.admission_charges("dsv4", 900, True)
     assert [(r, x, y) for r, x, y in charges if x != y] == [("r4", 470, 591), ("r5", 469, 515)]
     assert len(charges) == 8
+    admitted = dict(x for s in rows["dsv4", 900].adapter.steps for x in s.admitted)
+    # r1, r2, r6 and r7 have 1024-token hits too, charged alike; r0 and r3 have none.
+    assert admitted == {f"r{i}": 0 if i in (0, 3) else 1024 for i in range(8)}
     for r, x, y in harness.admission_charges("full_swa", 120, True):
         assert x == y, r
 
