@@ -14,7 +14,9 @@ scheduler-shaped loop (``run_stream``) that calls them the way vLLM 0.33's
 3. Only if nothing was preempted: waiting requests, in order, while the budget and
    ``max_num_seqs`` allow: ``get_computed_blocks`` (the prefix hit), then ``allocate_slots``
    with ``num_new_computed_tokens`` / ``new_computed_blocks`` / ``num_lookahead_tokens=0`` /
-   ``delay_cache_blocks=False``; ``None`` stops admission for the step.
+   ``delay_cache_blocks=False`` / ``full_sequence_must_fit=True`` (the whole-prompt admission
+   check, vLLM 0.33's default ``scheduler_reserve_full_isl=True``); ``None`` stops admission
+   for the step.
 4. Forward: every scheduled request advances ``num_computed_tokens``; one that reached its
    token count samples a token (``append_output_token_ids``); ``cache_blocks`` to the
    computed tokens; a request that produced ``max_tokens`` tokens is freed (``free``).
@@ -186,9 +188,11 @@ def _register() -> None:
         _registered = True
 
 
-# The three rules where livetail and vLLM 0.33 differ (docs/vllm_side_by_side.md); each can
+# The rules where livetail and vLLM 0.33 still differ (docs/vllm_side_by_side.md); each can
 # be switched to livetail's on a vLLM manager, to show that they explain every difference.
-RULES = ("reclaim-order", "dense-names", "pinned-copy")
+# Naming is no longer one: livetail names only the sliding-window slots a hit can use
+# (semantics 13.4), as vLLM's ``reachable_block_mask`` does, and the two name alike.
+RULES = ("reclaim-order", "pinned-copy")
 
 
 def adopt_livetail_rules(manager: Any, rules: Sequence[str] = RULES) -> Any:
@@ -196,19 +200,18 @@ def adopt_livetail_rules(manager: Any, rules: Sequence[str] = RULES) -> Any:
 
     reclaim-order: the blocks a sliding-window reclaim frees enter the free queue in
       ascending slot order (vLLM: descending), so the lowest slot is evicted first.
-    dense-names: every full block of a sliding-window group is named (vLLM 0.33 names only
-      the blocks a hit can use, ``reachable_block_mask``).
     pinned-copy: a lookup of a name several blocks carry returns one in use if any (vLLM:
       the first registered), so a hit takes no free page for a copy already pinned.
     """
+    unknown = set(rules) - set(RULES)
+    if unknown:
+        raise ValueError(f"unknown rules {sorted(unknown)}; the rules are {RULES}")
     from vllm.v1.core.single_type_kv_cache_manager import SlidingWindowManager
 
     pool = manager.block_pool
     for m in manager.coordinator.single_type_managers:
         if not isinstance(m, SlidingWindowManager):
             continue
-        if "dense-names" in rules:
-            m.reachable_block_mask = lambda *a, **k: None
         if "reclaim-order" in rules:
             remove = m._remove_blocks_in_range
 
@@ -362,6 +365,7 @@ def run_stream(
                     new_computed_blocks=hit_blocks,
                     num_lookahead_tokens=0,
                     delay_cache_blocks=False,
+                    full_sequence_must_fit=True,
                     has_scheduled_reqs=bool(running),
                 )
                 if blocks is None:

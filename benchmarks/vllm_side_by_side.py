@@ -141,7 +141,7 @@ class Agreement:
     vllm: Run
     adapter: Run
     diffs: list[tuple[int, str, Any, Any]]  # vLLM's manager against the adapter
-    diffs_rules: list[tuple[int, str, Any, Any]]  # vLLM with livetail's three rules
+    diffs_rules: list[tuple[int, str, Any, Any]]  # vLLM with livetail's rules (RULES)
 
 
 def agreement_rows(ci: bool) -> list[Agreement]:
@@ -185,7 +185,7 @@ def agreement_rows(ci: bool) -> list[Agreement]:
 def print_agreement(rows: Sequence[Agreement], out: Callable[[str], None]) -> None:
     out(
         "| layout | stream | pool | steps (vLLM / adapter) | preempted | hit tokens | peak pages "
-        "| steps that differ | with livetail's three rules |"
+        "| steps that differ | with livetail's rules |"
     )
     out("|---|---|---:|---|---|---|---|---:|---:|")
     for a in rows:
@@ -195,6 +195,55 @@ def print_agreement(rows: Sequence[Agreement], out: Callable[[str], None]) -> No
             f"{v.preemptions} / {lt.preemptions} | {v.hit_tokens} / {lt.hit_tokens} | "
             f"{v.peak_pages} / {lt.peak_pages} | {len(a.diffs)} | {len(a.diffs_rules)} |"
         )
+
+
+def admission_charges(layout: str, pool: int, ci: bool) -> list[tuple[str, int, int]]:
+    """(request, vLLM's charge, livetail's charge) per whole-prompt admission check.
+
+    vLLM's manager (with livetail's rules, so both see the same states) charges
+    ``get_num_blocks_to_allocate(..., apply_admission_cap=True)``, a sliding group at most
+    ceil((W - 1 + C) / B) + 1 pages; the adapter charges ``_charge(..., whole_prompt=True)``
+    (semantics 13.1), which counts the pages a prefix hit claims as held to the end.
+    """
+    stream = streams(layout, ci)[0]
+    max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
+    out: dict[str, list[tuple[str, int]]] = {"vllm": [], "livetail": []}
+    current = [""]  # the request whose whole-prompt check is running
+    for impl in out:
+        m = make_manager(impl, layout, pool, stream, max_len, rules=RULES if impl == "vllm" else ())
+        seen = out[impl]
+        allocate = m.allocate_slots
+
+        def allocate_slots(req: Any, *a: Any, _allocate: Any = allocate, **k: Any) -> Any:
+            current[0] = req.request_id if k.get("full_sequence_must_fit") else ""
+            return _allocate(req, *a, **k)
+
+        m.allocate_slots = allocate_slots
+        if impl == "vllm":
+            co = m.coordinator
+            count = co.get_num_blocks_to_allocate
+
+            def vllm_count(*a: Any, _count: Any = count, _seen: Any = seen, **k: Any) -> int:
+                n = int(_count(*a, **k))
+                if k.get("apply_admission_cap"):
+                    _seen.append((current[0], n))
+                return n
+
+            co.get_num_blocks_to_allocate = vllm_count
+        else:
+            charge = m._charge
+
+            def lt_charge(*a: Any, _charge: Any = charge, _seen: Any = seen, **k: Any) -> int:
+                n = int(_charge(*a, **k))
+                if k.get("whole_prompt"):
+                    _seen.append((current[0], n))
+                return n
+
+            m._charge = lt_charge
+        run_stream(m, stream, layout, impl)
+    if [r for r, _ in out["vllm"]] != [r for r, _ in out["livetail"]]:
+        raise SystemExit(f"{layout} / pool {pool}: the admission checks differ in order")
+    return [(r, x, y) for (r, x), (_, y) in zip(out["vllm"], out["livetail"])]
 
 
 def live_tail_case(stream: Stream, pool: int) -> tuple[str, int, Run, Run]:
@@ -274,6 +323,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         for t, fld, x, y in a.diffs[: args.diffs]:
             print(
                 f"  {a.layout} / {a.stream} / pool {a.pool}: step {t} {fld}: vLLM {x} adapter {y}"
+            )
+    print("\nWhole-prompt admission checks (first stream; adapter's charge minus vLLM's):")
+    for layout in LAYOUTS:
+        for nb in pool_sizes(layout, args.ci):
+            charges = admission_charges(layout, nb, args.ci)
+            d = [(r, y - x) for r, x, y in charges if x != y]
+            extra = f", by {min(e for _, e in d)} to {max(e for _, e in d)} pages" if d else ""
+            reqs = sorted({r for r, _ in d}, key=lambda r: int(r[1:]))
+            print(
+                f"  {layout} / pool {nb}: {len(d)} of {len(charges)} differ{extra}"
+                + (f" (requests {' '.join(reqs)})" if d else "")
             )
     lrows = live_tail_rows(args.ci)
     print("\n## Live tail on for the compressor groups (DeepSeek-V4 layout)\n")
