@@ -205,12 +205,13 @@ def test_longest_many_equals_longest_engine_by_engine() -> None:
     _router_longest answer, for random presence over full, sliding and state groups."""
     rng = np.random.default_rng(5)
     width, nrows = 12, 40
-    engines = [  # (lcm, rules): base 4
-        (8, [[4, -1, 0], [4, 2, 1], [8, 1, 2]]),
-        (4, [[4, 2, 3], [4, 1, 4]]),  # no full group
-        (8, [[8, -1, 5], [4, 0, 6]]),  # a W = 1 group: resume 0
-        (8, [[4, -1, 7], [8, 2, -1]]),  # a group that never named a page
-        (16, [[16, -1, 8], [4, 3, 9], [8, 1, 10]]),
+    engines = [  # (lcm, rules): base 4; rules (size, resume, column, slots per chunk)
+        (8, [[4, -1, 0, 0], [4, 2, 1, 0], [8, 1, 2, 0]]),
+        (4, [[4, 2, 3, 0], [4, 1, 4, 0]]),  # no full group
+        (8, [[8, -1, 5, 0], [4, 0, 6, 0]]),  # a W = 1 group: resume 0
+        (8, [[4, -1, 7, 0], [8, 2, -1, 0]]),  # a group that never named a page
+        (16, [[16, -1, 8, 0], [4, 3, 9, 0], [8, 1, 10, 0]]),
+        (16, [[4, -1, 11, 0], [4, 0, 0, 2]]),  # a chunked group, 2 slots per chunk
     ]
     rules = np.array([r for _, rs in engines for r in rs], np.int64)
     ends = np.cumsum([len(rs) for _, rs in engines], dtype=np.int64)

@@ -290,7 +290,7 @@ def verify_main(argv: Sequence[str]) -> int:
         return from_args(args)
     # Logs and pipes get lines and tables at their full width: nothing is cut or wrapped.
     console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
-    err = Console(stderr=True)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else LOG_WIDTH)  # no wrap
     try:
         names, with_campaign = _selection(args.only)
     except UsageError as e:
