@@ -358,7 +358,9 @@ def test_verify_waits_for_its_theorem_processes_so_time_counts_their_cpu(tmp_pat
     rc, children = json.loads(out.stdout.strip().splitlines()[-1])
     assert rc == cli.EXIT_OK
     [t] = json.loads(report.read_text())["theorems"]
-    assert t["cpu_seconds"] > 0.1
+    # The theorem's own CPU is whatever it costs (under 0.1 s on a fast machine): no timed
+    # threshold here, only that it was counted and that the children's CPU covers it.
+    assert t["cpu_seconds"] > 0
     # The children's CPU as the kernel counts it covers the theorem process's own count.
     assert children >= 0.9 * t["cpu_seconds"]
 
