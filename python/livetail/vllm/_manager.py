@@ -175,11 +175,7 @@ class KVCacheManager(_EventsAndStats, _View):
         # vLLM's block objects, one per page id; page 0 is vLLM's null block too.
         self._blocks = [KVCacheBlock(p) for p in range(kv_cache_config.num_blocks)]
         self._blocks[0].is_null = True
-        self._residency = (
-            None
-            if metrics_collector is None
-            else Residency(metrics_collector, self._blocks, enable_caching)
-        )
+        self._residency = Residency.of(metrics_collector, self._blocks, enable_caching)
         self._reqs: dict[str, _Req] = {}
         self._matches: dict[str, livetail.PrefixMatch] = {}
         self._events: list[KVCacheEvent] = []
@@ -303,10 +299,7 @@ class KVCacheManager(_EventsAndStats, _View):
         if num_tokens == 0:
             self._matches.pop(request.request_id, None)
             return self.empty_kv_cache_blocks, 0, 0
-        if (
-            self.enable_kv_cache_events
-            and getattr(request, "kv_cache_report_mode", "incremental") == "full"
-        ):
+        if self.enable_kv_cache_events and getattr(request, "kv_cache_report_mode", "") == "full":
             for g, run, parent, first in reused_names(match, self._block_sizes, keys, self._base):
                 self._events.extend(self._stored(request, g, run, parent, first, True))
         self._matches[request.request_id] = match

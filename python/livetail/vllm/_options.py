@@ -67,6 +67,10 @@ class Residency:
         self.blocks = blocks
         self.caching = caching
 
+    @classmethod
+    def of(cls, collector: Any, blocks: list[KVCacheBlock], caching: bool) -> Residency | None:
+        return None if collector is None else cls(collector, blocks, caching)
+
     def allocated(self, pages: Iterable[int]) -> None:
         blocks, c = self.blocks, self.collector
         for p in pages:
