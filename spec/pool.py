@@ -57,10 +57,11 @@ class BlockPool:
         self._op = 0  # events join only within one operation
         # retention=False keeps the earlier order (every freed page appended at the back).
         self._retention = retention
-        # The free queue: two linked lists over the page arrays (spec/pool_state.py), the
-        # stack of unnamed released pages behind page 0, then the ordered queue (never-used
-        # pages, then named released ones) behind index num_blocks; _free counts its pages.
+        # The free queue: a linked list over the page arrays behind page 0 (spec/pool_state.py),
+        # the stack of unnamed released pages, then the ordered queue (never-used pages, then
+        # named released ones) from _mid on; _free counts its pages.
         self._nxt, self._prv = pool_state.queue_links(self._num_blocks)
+        self._mid = 1 if self._num_blocks > 1 else 0
         self._free = self._num_blocks - 1
         # Change counter (semantics section 9): bumped by every change to the queue or a
         # reference count, so a step plan can tell it is stale.
@@ -92,12 +93,10 @@ class BlockPool:
 
     def free_queue(self) -> list[int]:
         """The free pages, next to be allocated first."""
-        out = []
-        for sentinel in (0, self._num_blocks):  # the stack, then the ordered queue
-            p = self._nxt[sentinel]
-            while p != sentinel:
-                out.append(p)
-                p = self._nxt[p]
+        out, p = [], self._nxt[0]
+        while p:
+            out.append(p)
+            p = self._nxt[p]
         return out
 
     def ref_count(self, page: int) -> int:

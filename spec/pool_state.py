@@ -11,14 +11,13 @@ passes its ``BlockPool`` (``LISTS``: Python lists and dicts, updated in place), 
 ``BlockPool``'s methods are a thin shell: argument checks, loops over the pages of one
 call, and the event log.
 
-The free queue is two circular doubly linked lists over the arrays, with sentinels: the
-stack of unnamed released pages behind page 0 (the null page, never allocated), then the
-ordered queue (never-used pages, then named released ones, oldest first) behind index
-``_num_blocks`` (the arrays have one entry more than the pool has pages).  The queue, head
-first, is the stack from ``_nxt[0]`` to 0, then the ordered queue from ``_nxt[N]`` to N.  A
-page out of the queue has both links ``OUT`` (-1).  Where a page goes and where an
-allocation takes one are ``spec/slots.py``'s rules (``from_front``, ``evicts``,
-``joins_front``, ``claim_takes``, ``stores``, ``removes``).
+The free queue is one circular doubly linked list over the arrays, behind page 0 (the null
+page, never allocated, is its sentinel): head first, the stack of unnamed released pages,
+then the ordered queue (never-used pages, then named released ones, oldest first), whose
+first page is ``_mid`` (0: the ordered queue is empty).  A page out of the queue has both
+links ``OUT`` (-1).  Where a page goes and where an allocation takes one are
+``spec/slots.py``'s rules (``from_front``, ``evicts``, ``joins_front``, ``claim_takes``,
+``stores``, ``removes``).
 
 Every write takes a condition (``when``): a transition that does not apply leaves the
 state as it was, with no branch on symbolic state.
@@ -151,21 +150,19 @@ def both(a: Bool, b: Bool, mem: Mem) -> Bool:
 
 def queue_links(num_blocks: int) -> tuple[list[int], list[int]]:
     """A new pool's links: the stack empty, the ordered queue pages 1 .. N-1 in order."""
-    n = num_blocks
-    order = [n, *range(1, n), n]  # the ordered queue's ring, sentinel first and last
-    nxt, prv = [0] * (n + 1), [0] * (n + 1)
+    order = [0, *range(1, num_blocks), 0]  # the ring, from the sentinel back to it
+    nxt, prv = [0] * num_blocks, [0] * num_blocks
     for a, b in zip(order, order[1:]):
         nxt[a], prv[b] = b, a
     return nxt, prv
 
 
 def head(st: Any, mem: Mem) -> Num:
-    """The free queue's head: the stack's top while it holds a page, else the ordered
-    queue's head (as ``slots.from_front`` decides); a sentinel when the queue is empty."""
-    top = mem.get(st._nxt, 0)
-    first = mem.get(st._nxt, st._num_blocks)
-    stacked = mem.ind(top != 0)
-    return mem.ite(slots.from_front(stacked, mem.ind(first != st._num_blocks), mem.ar), top, first)
+    """The page an allocation takes: the stack's top while it holds a page, else the ordered
+    queue's head, as ``slots.from_front`` decides (0 when the queue is empty)."""
+    top, mid = mem.get(st._nxt, 0), st._mid
+    stacked, ordered = mem.ind(top != mid), mem.ind(mid != 0)
+    return mem.ite(slots.from_front(stacked, ordered, mem.ar), top, mid)
 
 
 def unlink(st: Any, page: Num, when: Bool, mem: Mem) -> None:
@@ -175,19 +172,21 @@ def unlink(st: Any, page: Num, when: Bool, mem: Mem) -> None:
     st._prv = mem.put(st._prv, b, a, when)
     st._nxt = mem.put(st._nxt, page, OUT, when)
     st._prv = mem.put(st._prv, page, OUT, when)
+    st._mid = mem.ite(both(when, st._mid == page, mem), b, st._mid)
     st._free = st._free - mem.ind(when)
 
 
 def link(st: Any, page: Num, front: Bool, when: Bool, mem: Mem) -> None:
     """Page joins the queue where ``when`` holds: on the stack's top (the queue's head) if
-    ``front``, else at the ordered queue's back."""
-    n = st._num_blocks
-    a = mem.ite(front, 0, mem.get(st._prv, n))
-    b = mem.ite(front, mem.get(st._nxt, 0), n)
+    ``front``, else at the ordered queue's back (the queue's tail)."""
+    a = mem.ite(front, 0, mem.get(st._prv, 0))
+    b = mem.ite(front, mem.get(st._nxt, 0), 0)
     st._nxt = mem.put(st._nxt, a, page, when)
     st._prv = mem.put(st._prv, b, page, when)
     st._nxt = mem.put(st._nxt, page, b, when)
     st._prv = mem.put(st._prv, page, a, when)
+    starts = both(both(when, front == False, mem), st._mid == 0, mem)  # noqa: E712
+    st._mid = mem.ite(starts, page, st._mid)
     st._free = st._free + mem.ind(when)
 
 
