@@ -179,17 +179,18 @@ def _check(
     requeue_unnamed, pin_copy, set_name, drop_name, clear_names, which BlockPool's methods
     call) on a pool of N pages whose reference counts, free-queue links, names and name
     holder counts are unbounded Z3 arrays, N, the free count and the counters unbounded.
-    Invariant, per page: a page is in the free queue iff its count is 0, a queued page's links are queued pages or sentinels that link
-    back to it (one list behind the null page 0; a ghost rank increasing along it rules out
-    a ring that misses page 0), and (retention on) no unnamed page is behind a named one. Each
-    transition keeps it at every page, changes no other page's count or membership, and moves
-    the free count by the page's membership change and the counters' pinned count
-    (pages_allocated + pages_claimed_free - pages_released) by the opposite, so free +
-    pinned = N - 1 after any sequence. An allocation takes the queue's head, gives it count 1
-    and no name; a release drops one reference and puts a page freed at the head (unnamed) or
-    the back (named); a claim takes a free page out wherever it is; an offload pin leaves the
-    queue alone; a name's holder count moves with the pages taking and losing it, and the
-    name is new (stored) or gone (removed) exactly at count 0.""",
+    Invariant, per page: a page is in the free queue iff its count is 0, a queued page's
+    links are queued pages or sentinels that link back to it (one list behind the null page
+    0; a ghost rank increasing along it rules out a ring that misses page 0), and (retention
+    on) no unnamed page is behind a named one. Each transition keeps it at every page,
+    changes no other page's count or membership, and moves the free count by the page's
+    membership change and the counters' pinned count (pages_allocated + pages_claimed_free -
+    pages_released) by the opposite, so free + pinned = N - 1 after any sequence. An
+    allocation takes the queue's head, gives it count 1 and no name; a release drops one
+    reference and puts a page freed at the head (unnamed) or the back (named); a claim takes
+    a free page out wherever it is; an offload pin leaves the queue alone; a name's holder
+    count moves with the pages taking and losing it, and the name is new (stored) or gone
+    (removed) exactly at count 0.""",
     """The pool's own code (not a model of it) never leaks a page, never double-counts one,
     never leaves a held page in the free queue and keeps cached prefixes behind unnamed
     pages, for every pool size and every state the operations reach.""",
@@ -198,9 +199,10 @@ def _check(
         "release-frees-at-one",
         "claim-leaves-page-queued",
         "requeue-keeps-name-at-back",
+        "drop-name-keeps-holder",
     ),
     cost=3,
-    rlimit=20_000_000,
+    rlimit=8_000_000,
     executes=(
         "pool_state.take",
         "pool_state.release",

@@ -51,6 +51,7 @@ from .live_tail_safety import (
 )
 from .naming import naming_only_reachable, naming_reaches
 from .plans import step_plan, step_plan_bounded
+from .pool_transitions import pool_transitions
 from .prefix import (
     claim_takes_consumed,
     hit_admission_exact,
@@ -58,7 +59,6 @@ from .prefix import (
     match_greatest_boundary,
     match_is_read_only,
 )
-from .pool_transitions import pool_transitions
 from .prompt_charge import prompt_charge_bounds_every_chunk
 from .prover.prover import Prover
 from .prover.theorem import THEOREMS, Theorem
