@@ -202,7 +202,7 @@ def _plan(
     if host_pages is None:
         return None
     for _, _, page, _, _ in picked:
-        pool_state.pin_copy(pool, page, LISTS)  # the copy's reference: not reused meanwhile
+        pool_state.pin(pool, page, LISTS)  # the copy's reference: not reused meanwhile
     return OffloadPlan(
         c,
         [e[0] for e in picked],

@@ -36,7 +36,10 @@ OUT = -1  # the link of a page out of the queue (pinned)
 class Mem(Protocol):
     """The array operations whose Python and Z3 spellings differ (``Arith``'s, for state)."""
 
-    ar: Arith
+    @property
+    def ar(self) -> Arith:
+        """The arithmetic of the values the arrays hold (for the rules of ``slots``)."""
+        ...
 
     def get(self, a: Any, i: Num) -> Num:
         """Entry i of array a."""
@@ -230,9 +233,10 @@ def share(st: Any, page: Num, mem: Mem) -> None:
     st._counters["pages_claimed"] += 1
 
 
-def pin_copy(st: Any, page: Num, mem: Mem) -> None:
-    """An offload copy's reference to a held device page: it cannot be reused meanwhile."""
-    st._ref = mem.put(st._ref, page, mem.get(st._ref, page) + 1)
+def pin(st: Any, page: Num, mem: Mem) -> None:
+    """One more holder of a held page (``slots.share``): an offload copy's reference (the
+    page cannot be reused meanwhile), a fork's slot."""
+    st._ref = mem.put(st._ref, page, slots.share(mem.get(st._ref, page), mem.ar))
     st._version = st._version + 1
 
 
@@ -293,7 +297,7 @@ __all__ = [
     "drop_name",
     "head",
     "link",
-    "pin_copy",
+    "pin",
     "queue_links",
     "release",
     "requeue_unnamed",

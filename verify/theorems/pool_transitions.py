@@ -176,7 +176,7 @@ def _check(
 @theorem(
     "pool-transitions-keep-the-queue",
     """Executes the pool's own transitions (spec/pool_state.py: take, release, share,
-    requeue_unnamed, pin_copy, set_name, drop_name, clear_names, which BlockPool's methods
+    requeue_unnamed, pin, set_name, drop_name, clear_names, which BlockPool's methods
     call) on a pool of N pages whose reference counts, free-queue links, names and name
     holder counts are unbounded Z3 arrays, N, the free count and the counters unbounded.
     Invariant, per page: a page is in the free queue iff its count is 0, a queued page's
@@ -208,7 +208,7 @@ def _check(
         "pool_state.release",
         "pool_state.share",
         "pool_state.requeue_unnamed",
-        "pool_state.pin_copy",
+        "pool_state.pin",
         "pool_state.set_name",
         "pool_state.drop_name",
         "pool_state.clear_names",
@@ -267,9 +267,9 @@ def pool_transitions(p: Prover) -> None:
 
     # An offload copy's reference to a held device page.
     st = snapshot(pre)
-    ps.pin_copy(st, page, mem)
+    ps.pin(st, page, mem)
     hyps = [*hyps_at(pre, [page]), is_page(pre, page), pre._ref[page] >= 1]
-    _check(p, "pin_copy", pre, st, page, hyps, {"N": N, "p": page})
+    _check(p, "pin", pre, st, page, hyps, {"N": N, "p": page})
 
     # evict_names on a free named page: the name goes, the page moves to the head.
     st = snapshot(pre)

@@ -59,7 +59,7 @@ MODEL_CALLS = frozenset(
         "pool_state.release",
         "pool_state.share",
         "pool_state.requeue_unnamed",
-        "pool_state.pin_copy",
+        "pool_state.pin",
         "pool_state.set_name",
         "pool_state.drop_name",
         "pool_state.clear_names",
