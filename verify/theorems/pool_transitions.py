@@ -202,7 +202,7 @@ def _check(
         "drop-name-keeps-holder",
     ),
     cost=3,
-    rlimit=8_000_000,
+    rlimit=8_300_000,
     executes=(
         "pool_state.take",
         "pool_state.release",
