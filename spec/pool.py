@@ -95,7 +95,8 @@ class BlockPool:
         """The free pages, next to be allocated first."""
         # The walk stops at a link out of the queue and after num_blocks pages: a broken
         # queue (a wrong transition) shows as a wrong list, never as a walk that never ends.
-        out, p = [], self._nxt[0]
+        out: list[int] = []
+        p = self._nxt[0]
         while p > 0 and len(out) < self._num_blocks:
             out.append(p)
             p = self._nxt[p]
