@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import runs, slots
+from . import pool_state, runs, slots
+from .pool_state import LISTS
 from .table import BlockTable
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ def fork(c: Coordinator, tables: Sequence[BlockTable]) -> tuple[list[BlockTable]
     pool = c._pool
     out: list[BlockTable] = []
     tails: list[int] = []
-    changed = False
     for t in tables:
         n = len(t.slots)
         f = BlockTable()
@@ -54,8 +54,7 @@ def fork(c: Coordinator, tables: Sequence[BlockTable]) -> tuple[list[BlockTable]
         for s in range(t.reclaim_floor, n):
             page = t.slots[s]
             if slots.forked(s, page, n):
-                pool._ref[page] = int(slots.share(pool._ref[page]))
-                changed = True
+                pool_state.pin(pool, page, LISTS)  # slots.share; a plan made before is stale
         f.tail_available = t.tail_available
         f.reclaim_floor = t.reclaim_floor
         f.named_upto = t.named_upto
@@ -66,8 +65,6 @@ def fork(c: Coordinator, tables: Sequence[BlockTable]) -> tuple[list[BlockTable]
             f._coordinator = c._identity
         out.append(f)
         tails.append(int(slots.tail_slot(n, t.tail_available)))
-    if changed:
-        pool._version += 1  # a step plan made before the fork is stale
     return out, tails
 
 
@@ -96,9 +93,9 @@ def copy_tail(c: Coordinator, tables: Sequence[BlockTable]) -> list[TailCopy] | 
         old = t.slots[a]
         t.slots[a] = int(slots.copy_tail_cell(a, old, a, True, new))
         # The shared page keeps its other holders: it never re-enters the queue here.
-        left, requeued = runs.drop_reference(pool._ref[old])
+        _, requeued = runs.drop_reference(pool._ref[old])
         assert not requeued, "copy_tail copied a page only one holder had"
-        pool._ref[old] = left
+        pool_state.release(pool, old, LISTS)
         c._pinned[g] += 1
         copies.append((g, old, new))
     return copies

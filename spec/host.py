@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from . import slots
+from . import pool_state, slots
 from ._args import count, instance
 from .pool import BlockPool, Name
+from .pool_state import LISTS
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -200,10 +201,8 @@ def _plan(
     host_pages = host._allocate(len(picked))
     if host_pages is None:
         return None
-    if picked:
-        pool._version += 1
     for _, _, page, _, _ in picked:
-        pool._ref[page] += 1  # the copy's reference: the page cannot be reused meanwhile
+        pool_state.pin(pool, page, LISTS)  # the copy's reference: not reused meanwhile
     return OffloadPlan(
         c,
         [e[0] for e in picked],

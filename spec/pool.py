@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from . import runs, slots
+from . import pool_state, slots
 from ._args import bounded, count
+from .pool_state import LISTS
 
 # A page's prefix-cache name: (group index, 32-byte key).
 Name = tuple[int, bytes]
@@ -56,14 +57,15 @@ class BlockPool:
         self._op = 0  # events join only within one operation
         # retention=False keeps the earlier order (every freed page appended at the back).
         self._retention = retention
-        # The queue is reversed(self._front) followed by self._queue: _front is a stack of
-        # unnamed released pages (its last entry is the queue's head); _queue, an
-        # insertion-ordered dict, holds the never-used pages and named released ones.
-        self._front: list[int] = []
+        # The free queue: a linked list over the page arrays behind page 0 (spec/pool_state.py),
+        # the stack of unnamed released pages, then the ordered queue (never-used pages, then
+        # named released ones) from _mid on; _free counts its pages.
+        self._nxt, self._prv = pool_state.queue_links(self._num_blocks)
+        self._mid = 1 if self._num_blocks > 1 else 0
+        self._free = self._num_blocks - 1
         # Change counter (semantics section 9): bumped by every change to the queue or a
         # reference count, so a step plan can tell it is stale.
         self._version = 0
-        self._queue: dict[int, None] = dict.fromkeys(range(1, self._num_blocks))
         self._ref = [0] * self._num_blocks
         # Prefix-cache names: each named page's name, and each name's pages in
         # registration order (several requests may have computed the same prefix).
@@ -78,7 +80,7 @@ class BlockPool:
 
     @property
     def num_free(self) -> int:
-        return len(self._front) + len(self._queue)
+        return self._free
 
     @property
     def num_pinned(self) -> int:
@@ -91,7 +93,14 @@ class BlockPool:
 
     def free_queue(self) -> list[int]:
         """The free pages, next to be allocated first."""
-        return self._front[::-1] + list(self._queue)
+        # The walk stops at a link out of the queue and after num_blocks pages: a broken
+        # queue (a wrong transition) shows as a wrong list, never as a walk that never ends.
+        out: list[int] = []
+        p = self._nxt[0]
+        while p > 0 and len(out) < self._num_blocks:
+            out.append(p)
+            p = self._nxt[p]
+        return out
 
     def ref_count(self, page: int) -> int:
         p = count("page", page)
@@ -191,42 +200,22 @@ class BlockPool:
         """The first k free pages, each with count 1; None (and nothing taken) if short."""
         if k > self.num_free:
             return None
-        if k:
-            self._version += 1
         pages = []
         evicted = False
         for _ in range(k):
-            # Where the next page comes from and whether it loses its name: spec/slots.py's
-            # rules (the stack's top, else the queue's head: the oldest free page).
-            if slots.from_front(len(self._front), len(self._queue)):
-                page = self._front.pop()
-            else:
-                page = next(iter(self._queue))
-                del self._queue[page]
-            if slots.evicts(page in self._name_of) and self._drop_name(page):
-                evicted = True
-            self._ref[page] = 1
+            # The queue's head, its name dropped (spec/pool_state.py take, by the rules).
+            page, lost, removed, name = pool_state.take(self, LISTS)
+            evicted = evicted or lost
+            if removed and self._events_on:
+                self._note_removed(name[0], name[1])
             pages.append(page)
-        self._counters["pages_allocated"] += k
         if evicted:
             self._end_event_op()
         return pages
 
     def _release(self, pages: Sequence[int]) -> int:
         """Drop one reference per entry, last entry first; returns pages that became free."""
-        freed = 0
-        if pages:
-            self._version += 1
-        for page in reversed(pages):
-            self._ref[page], freed_now = runs.drop_reference(self._ref[page])
-            if freed_now:
-                if slots.joins_front(page in self._name_of, self._retention):
-                    self._front.append(page)  # unnamed: reused first
-                else:
-                    self._queue[page] = None  # named: matchable until evicted, oldest first
-                freed += 1
-        self._counters["pages_released"] += freed
-        return freed
+        return sum(pool_state.release(self, page, LISTS) for page in reversed(pages))
 
     def _is_cached(self, page: int) -> bool:
         return page in self._name_of
@@ -239,15 +228,7 @@ class BlockPool:
 
         Only a pinned page takes a name: naming never touches the free queue's order."""
         assert self._ref[page] >= 1, f"naming free page {page}"
-        self._name_of[page] = name
-        self._counters["pages_named"] += 1
-        new = bool(slots.stores(len(self._pages_named.get(name, ()))))
-        if new:
-            self._counters["names_stored"] += 1
-            if tokens is not None:
-                self._tokens_of[name] = tokens
-        self._pages_named.setdefault(name, []).append(page)
-        return new
+        return bool(pool_state.set_name(self, page, name, tokens, tokens is not None, LISTS))
 
     def _name_tokens(self, name: Name) -> tuple[int, ...] | None:
         """The token ids a held name was registered with, None if it carries none."""
@@ -255,18 +236,11 @@ class BlockPool:
 
     def _drop_name(self, page: int) -> bool:
         """Drops the page's name if it has one (eviction); True if it had one."""
-        name = self._name_of.pop(page, None)
-        if name is None:
+        if page not in self._name_of:
             return False
-        self._counters["pages_evicted"] += 1
-        pages = self._pages_named[name]
-        pages.remove(page)
-        if slots.removes(len(pages)):
-            del self._pages_named[name]
-            self._tokens_of.pop(name, None)
-            self._counters["names_removed"] += 1
-            if self._events_on:
-                self._note_removed(name[0], name[1])
+        removed, name = pool_state.drop_name(self, page, True, LISTS)
+        if removed and self._events_on:
+            self._note_removed(name[0], name[1])
         return True
 
     # -- section 12: names for engine adapters -------------------------------------------
@@ -285,11 +259,7 @@ class BlockPool:
         """
         if not slots.clears(sum(1 for p in self._name_of if self._ref[p] >= 1)):
             return False
-        self._counters["pages_evicted"] += len(self._name_of)
-        self._counters["names_removed"] += len(self._pages_named)
-        self._name_of.clear()
-        self._pages_named.clear()
-        self._tokens_of.clear()
+        pool_state.clear_names(self, len(self._name_of), len(self._pages_named), LISTS)
         if self._events_on:
             self._events.append(["cleared", -1, [], None, None, self._op, None])
         self._end_event_op()
@@ -318,11 +288,8 @@ class BlockPool:
                 if self._ref[p] == 0:
                     moved.append(p)
         # A page that lost its name goes where an unnamed release would put it.
-        if moved and slots.joins_front(False, self._retention):
-            self._version += 1
-            for p in reversed(moved):
-                del self._queue[p]
-                self._front.append(p)
+        for p in reversed(moved):
+            pool_state.requeue_unnamed(self, p, LISTS)
         if dropped:
             self._end_event_op()
         return dropped
@@ -337,15 +304,7 @@ class BlockPool:
 
     def _take_shared(self, page: int) -> None:
         """One more reference to a real page; a free one leaves the queue wherever it is."""
-        self._version += 1
-        if slots.claim_takes(self._ref[page]):
-            if page in self._queue:
-                del self._queue[page]
-            else:
-                self._front.remove(page)
-            self._counters["pages_claimed_free"] += 1
-        self._ref[page] += 1
-        self._counters["pages_claimed"] += 1
+        pool_state.share(self, page, LISTS)
 
     def __repr__(self) -> str:
         return f"BlockPool(num_blocks={self._num_blocks}, num_free={self.num_free})"

@@ -64,6 +64,12 @@ CAUGHT_BY = {
     "aborted-plan-names-pages": ("host-data",),
     "load-releases-device-page": ("host-data",),
     "fork-skips-last-slot": ("conservation",),
+    # The pool's own transitions (verify/variants_pool.py):
+    "unlink-keeps-back-link": ("exact-take",),  # the queue's links break at the first take
+    "release-frees-at-one": ("reclaim", "conservation"),  # a held page rejoins the queue
+    "claim-leaves-page-queued": ("conservation",),  # a claimed page stays in the queue
+    "requeue-keeps-name-at-back": ("names", "retention"),  # an unnamed free page behind named ones
+    "drop-name-keeps-holder": ("closed-form",),  # a name keeps a holder that lost it: a stale match
 }
 # Which pages carry names the spec-alone oracle compares rather than predicts: these
 # variants show only as a disagreement with the native module (property "agree").

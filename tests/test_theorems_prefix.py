@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from livetail.spec import geometry as geo
-from livetail.spec import runs
+from livetail.spec import pool_state, runs
 from livetail.spec.coordinator import Coordinator
 from livetail.spec.geometry import Arith, Num
 from livetail.spec.pool import BlockPool
@@ -170,8 +170,8 @@ def _match_touches_pages(self: Coordinator, keys: Any) -> PrefixMatch:
     for pages in m.pages:
         for p in pages:
             if p and self.pool.ref_count(p) == 0:
-                del self.pool._queue[p]
-                self.pool._queue[p] = None
+                pool_state.unlink(self.pool, p, True, pool_state.LISTS)
+                pool_state.link(self.pool, p, False, True, pool_state.LISTS)
     return m
 
 

@@ -283,7 +283,7 @@ def test_plan_ends_visit_the_entries_ends_entry_says() -> None:
     assert c.pool.ref_counts()[1:5] == [1, 1, 1, 2]
 
 
-MODEL = ("managers.py", "coordinator.py", "pool.py", "detach.py", "host.py")
+MODEL = ("managers.py", "coordinator.py", "pool.py", "pool_state.py", "detach.py", "host.py")
 
 
 def _calls(path: Path) -> set[str]:

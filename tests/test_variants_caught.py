@@ -73,6 +73,13 @@ BY_THEOREMS = {
     "chunked-reclaim-one-chunk-early",
     "chunked-hit-demands-whole-chunk",
     "chunked-hit-one-slot-short",
+    # The pool's own transitions (spec/pool_state.py): pool-transitions-keep-the-queue
+    # executes them and refutes each; the scenarios catch each too (test_quick_campaign.py).
+    "unlink-keeps-back-link",
+    "release-frees-at-one",
+    "claim-leaves-page-queued",
+    "requeue-keeps-name-at-back",
+    "drop-name-keeps-holder",
 }
 
 

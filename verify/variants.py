@@ -27,6 +27,7 @@ from livetail.spec.table import BlockTable
 
 from .fork_variants import FORK_RULES
 from .variants_chunked import variants as _chunked_variants
+from .variants_pool import variants as _pool_variants
 from .variants_prompt import variants as _prompt_variants
 
 
@@ -594,7 +595,6 @@ HOST_VARIANTS.update(
     )
 )
 
-
-# The whole-prompt charge (13.1), chunked attention (13.2): variants_prompt/_chunked.py.
-VARIANTS.update(_prompt_variants(Variant))
-VARIANTS.update(_chunked_variants(Variant))
+# The whole-prompt charge (13.1), chunked attention (13.2), the pool's own transitions.
+for _more in (_prompt_variants, _chunked_variants, _pool_variants):
+    VARIANTS.update(_more(Variant))

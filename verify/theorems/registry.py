@@ -51,6 +51,7 @@ from .live_tail_safety import (
 )
 from .naming import naming_only_reachable, naming_reaches
 from .plans import step_plan, step_plan_bounded
+from .pool_transitions import pool_transitions
 from .prefix import (
     claim_takes_consumed,
     hit_admission_exact,
@@ -115,6 +116,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (step_plan, "7.10 (two requests, no page shared between them)"),
     (events_replay, "7.12 (replay = names, inductive per name)"),
     (retention_queue, "7.9 (the free queue's order, inductive)"),
+    (pool_transitions, "7.6 and 7.9 per page (the pool's own transitions, inductive)"),
     (claim_slots, "7.11 and 7.8 per slot (the claim places matched and loaded pages)"),
     (offload_reachable, "7.11 (offload picks exactly the reachable slots)"),
     (plan_ends, "7.11 per entry (completed plans name their pages, every plan drops its pins)"),

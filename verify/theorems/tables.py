@@ -55,6 +55,14 @@ MODEL_CALLS = frozenset(
         "slots.tail_slot",
         "slots.copies_tail",
         "slots.copy_tail_cell",
+        "pool_state.take",
+        "pool_state.release",
+        "pool_state.share",
+        "pool_state.requeue_unnamed",
+        "pool_state.pin",
+        "pool_state.set_name",
+        "pool_state.drop_name",
+        "pool_state.clear_names",
     }
 )
 """Transitions the model's own classes call to change state (a test checks this against

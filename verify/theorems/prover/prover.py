@@ -39,7 +39,7 @@ from .query import (
     Values,
     rlimit_count,
 )
-from .small import LEVELS, Unsupported, blaster, bounds, int_array, to_bv
+from .small import LEVELS, Unsupported, array_blaster, blaster, bounds, int_array, to_bv
 from .terms import (
     abstract,
     antecedents,
@@ -268,7 +268,7 @@ class Prover:
     ) -> dict[str, int] | None:
         """A model of the bit-vector image that the Int formula confirms, or None."""
         s = self._solver(limit=limit)
-        s.strategy = blaster
+        s.strategy = array_blaster if getattr(self, "_arrays", None) else blaster
         s.add(image, *box, *extra)
         if s.check() != z3.sat:
             return None

@@ -252,3 +252,10 @@ FLIP = {
 def blaster(ctx: z3.Context) -> z3.Solver:
     """Bit-blasting to SAT, every limit counted in work (rlimit), none in time."""
     return z3.Then("simplify", "solve-eqs", "bit-blast", "sat", ctx=ctx).solver()
+
+
+def array_blaster(ctx: z3.Context) -> z3.Solver:
+    """For an image over arrays (a pool's or a table's state, read and written by ``select``
+    and ``store``), which bit-blasting alone leaves undecided: Z3's tactic for
+    quantifier-free arrays over bit-vectors, every limit counted in work too."""
+    return z3.Tactic("qfaufbv", ctx=ctx).solver()
