@@ -46,6 +46,11 @@ def _combined_charge(
     return geo.blocks_needed(slots, tail, first + extra, W, B, A, ar)
 
 
+def _state_checkpoint_dropped(W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:
+    # Wrong: a state group with checkpoints places like one without (no checkpoint page).
+    return W
+
+
 def _live_off_by_one(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:
     # Wrong: the first slot still inside the window is treated as slid out.
     return ar.cond(
@@ -348,6 +353,13 @@ VARIANTS: dict[str, Variant] = {
             spec_slots,
             "reclaimable_cell",
             _reclaimable_ignores_names,
+        ),
+        Variant(
+            "state-checkpoint-dropped",
+            "a state group with checkpoints keeps no checkpoint page (section 13.5)",
+            geo,
+            "placement_window",
+            _state_checkpoint_dropped,
         ),
         Variant(
             "names-skip-last-page",
