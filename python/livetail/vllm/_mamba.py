@@ -29,14 +29,15 @@ def check_align(
 def check_align_step(
     specs: Sequence[livetail.GroupSpec], groups: Sequence[int], extent: int, more: int
 ) -> None:
-    """Refuse a step of more than one page that starts inside a page on a group with
-    checkpoints: the core would keep a checkpoint page there that vLLM's kernels do not write
-    (vLLM checkpoints only chunks that start on a page boundary; its scheduler never makes
-    such a step without speculative tokens, which are refused)."""
+    """Refuse a step that starts inside a page and passes that page's end: the page would
+    keep the state of the step before (vLLM writes a step's state only at its end) and be
+    named as the state at its end. vLLM's scheduler never makes such a step without
+    speculative tokens (refused): a prompt's chunks end on pages but for the last, and
+    decode advances one token at a time."""
     for g in groups:
         B = specs[g].block_size
         tail = -extent % B
-        if specs[g].checkpoints and tail and more - tail > B:
+        if tail and more > tail:
             raise unsupported(
                 f'Mamba "align" mode: a step of {more} tokens from inside a page (group {g})'
             )
