@@ -348,10 +348,7 @@ class Coordinator:
             # group the R behind each multiple of the alignment, for a state group only the
             # slot ending at num_tokens (below the cursor lie the slots a claim brought in,
             # whose loads may still be pending: complete_load names them).
-            # A live-tail state group (13.5) offers like a sliding group: only its real slots
-            # (states the forward wrote) take the names.
-            upto = t.named_upto
-            state = m.kind == "state" and not (isinstance(m, StateManager) and m.live_tail)
+            upto, state = t.named_upto, m.kind == "state" and m._A >= 0  # 13.5: as sliding
             R, q = self._resume(g), self._alignment // B
             chunked = m.kind == "chunked"  # its R is the first boundary above j's (13.2)
             offered = [

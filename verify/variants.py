@@ -25,9 +25,9 @@ from livetail.spec.managers import _Manager
 from livetail.spec.pool import BlockPool
 from livetail.spec.table import BlockTable
 
+from . import variants_prompt as _vp
 from .fork_variants import FORK_RULES
 from .variants_chunked import variants as _chunked_variants
-from .variants_prompt import variants as _prompt_variants
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,6 @@ def _combined_charge(
 ) -> Num:
     # Wrong: charges first + extra as one chunk; live tail makes that an under-count.
     return geo.blocks_needed(slots, tail, first + extra, W, B, A, ar)
-
-
-def _state_checkpoint_dropped(W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:
-    # Wrong: a state group with checkpoints places like one without (no checkpoint page).
-    return W
 
 
 def _live_off_by_one(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:
@@ -355,13 +350,6 @@ VARIANTS: dict[str, Variant] = {
             _reclaimable_ignores_names,
         ),
         Variant(
-            "state-checkpoint-dropped",
-            "a state group with checkpoints keeps no checkpoint page (section 13.5)",
-            geo,
-            "placement_window",
-            _state_checkpoint_dropped,
-        ),
-        Variant(
             "names-skip-last-page",
             "cache_full_blocks never offers a name to the last page its keys cover",
             spec_slots,
@@ -608,5 +596,5 @@ HOST_VARIANTS.update(
 
 
 # The whole-prompt charge (13.1), chunked attention (13.2): variants_prompt/_chunked.py.
-VARIANTS.update(_prompt_variants(Variant))
-VARIANTS.update(_chunked_variants(Variant))
+VARIANTS.update({**_vp.variants(Variant), **_chunked_variants(Variant)})
+VARIANTS.update(_vp.variants_state(Variant))  # section 13.5

@@ -178,7 +178,8 @@ void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
   int64_t h = slots;  // [slots, h): live only if a resume page; [h, end): all live
   if (A_ != 0) {
     const int64_t f = geometry::frontier_after(slots, tail, B_, n);
-    h = geometry::first_live_slot(slots, end, f, geometry::placement_window(W_, B_, A_), B_);
+    const int64_t Wp = geometry::placement_window(W_, B_, A_);  // W + B with checkpoints
+    h = geometry::first_live_slot(slots, end, f, Wp, B_);
     if (A_ > 0 && h > slots) {  // some new slots are outside the window already (not on a decode step)
       const int64_t m = geometry::period(A_, B_);
       const int64_t kept = geometry::kept_per_period(W_, B_, A_);

@@ -168,7 +168,11 @@ def routed(p: Prover) -> None:
     fit_n = z3.Or(inp.n <= inp.tail, fits)
     end = geo.slots_after(inp.slots, inp.tail, inp.B, inp.n, Z3)
     f = geo.frontier_after(inp.slots, inp.tail, inp.B, inp.n)
-    h = geo.first_live_slot(inp.slots, end, f, inp.W, inp.B, Z3)
+    # A state group with live tail places with the window W + B (A = CHECKPOINT) or W.
+    Ap = z3.Int("Ap")
+    facts.append(z3.Or(Ap == inp.A, Ap == geo.RUNNING, Ap == geo.CHECKPOINT))
+    Wp = geo.placement_window(inp.W, inp.B, Ap, Z3)
+    h = geo.first_live_slot(inp.slots, end, f, Wp, inp.B, Z3)
     m = geo.period(inp.A, inp.B, Z3)
     kept = geo.kept_per_period(inp.W, inp.B, inp.A, Z3)
     p0, i = z3.Ints("p0 i")
@@ -185,10 +189,12 @@ def routed(p: Prover) -> None:
     under("slots_after(slots, tail, B, n)", [fit_n], lambda: geo.slots_after(slots, tail, B, n, ar))
     under("frontier_after(slots, tail, B, n)", spill, lambda: geo.frontier_after(slots, tail, B, n))
     under("frontier_after(slots, tail, B, 1)", [], lambda: geo.frontier_after(slots, tail, B, 1))
+    Apt = Tracked(Ap, tr)
+    under("placement_window(W, B, A)", spill, lambda: geo.placement_window(W, B, Apt, ar))
     under(
-        "first_live_slot(slots, end, f, W, B)",
+        "first_live_slot(slots, end, f, Wp, B)",
         spill,
-        lambda: geo.first_live_slot(slots, ar.num(end), ar.num(f), W, B, ar),
+        lambda: geo.first_live_slot(slots, ar.num(end), ar.num(f), ar.num(Wp), B, ar),
     )
     under("period(A, B)", spill, lambda: geo.period(A, B, ar))
     under("kept_per_period(W, B, A)", spill, lambda: geo.kept_per_period(W, B, A, ar))
@@ -283,7 +289,8 @@ def native_hot_paths(p: Prover) -> None:
 ROUTED = [
     ("geometry::slots_after(slots, tail, B_, n)", "managers.cpp Manager::append_slots"),
     ("geometry::frontier_after(slots, tail, B_, n)", "managers.cpp Manager::append_slots"),
-    ("geometry::first_live_slot(slots, end, f, W_, B_)", "managers.cpp Manager::append_slots"),
+    ("geometry::placement_window(W_, B_, A_)", "managers.cpp Manager::append_slots"),
+    ("geometry::first_live_slot(slots, end, f, Wp, B_)", "managers.cpp Manager::append_slots"),
     ("geometry::period_start(slots, m)", "managers.cpp Manager::append_slots"),
     ("geometry::next_period(p0, m)", "managers.cpp Manager::append_slots"),
     ("geometry::resume_run_end(p0, m, h)", "managers.cpp Manager::append_slots"),

@@ -48,6 +48,7 @@ from .live_tail_safety import (
     hole_never_read,
     live_tail_minimal,
     resume_pages_kept,
+    state_live_tail,
 )
 from .naming import naming_only_reachable, naming_reaches
 from .plans import step_plan, step_plan_bounded
@@ -78,7 +79,6 @@ from .sequential_charge import (
     sequential_with_reclaims,
 )
 from .shift import shift_by_non_multiple, shift_invariance
-from .state_checkpoints import state_live_tail
 
 __all__ = ["NO_THEOREM", "PROPERTY", "REGISTRY", "SECTION7", "THEOREMS", "properties"]
 

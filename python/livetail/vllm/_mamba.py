@@ -5,18 +5,24 @@ from a state named in the same step, which that step's forward has not written y
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import livetail
 
 from ._groups import unsupported
 
 
-def check_align(
-    specs: Sequence[livetail.GroupSpec], groups: Sequence[int], hash_block_size: int, caching: bool
-) -> None:
-    """Refuse, by name, hashing finer than a Mamba block: vLLM then hits inside a block and
-    copies the cached state on write (partial hits), which livetail's hits on page
-    boundaries never need and do not provide."""
+def align_groups(
+    specs: Sequence[livetail.GroupSpec], hash_block_size: int, caching: bool, drafts: bool
+) -> list[int]:
+    """The state groups with live tail (Mamba "align" mode). Refused by name: hashing finer
+    than a Mamba block (vLLM then hits inside a block and copies the cached state on write,
+    and its shared-prefix checkpoints need it: without it vLLM's
+    ``enable_mamba_shared_prefix_checkpoint`` is a no-op, and so it is here), and
+    speculative decoding."""
+    groups = [g for g, s in enumerate(specs) if s.kind == "state" and s.live_tail_alloc]
+    if groups and drafts:
+        raise unsupported('Mamba "align" mode with speculative decoding')
     for g in groups:
         B = specs[g].block_size
         if caching and hash_block_size < B:
@@ -24,16 +30,23 @@ def check_align(
                 f'Mamba "align" mode with hashing finer than the Mamba block ({hash_block_size} '
                 f"< {B}, group {g}: partial-hit copy-on-write)"
             )
+    return groups
 
 
 def check_align_step(
-    specs: Sequence[livetail.GroupSpec], groups: Sequence[int], extent: int, more: int
+    specs: Sequence[livetail.GroupSpec],
+    groups: Sequence[int],
+    extent: int,
+    more: int,
+    lookahead: int,
 ) -> None:
     """Refuse a step that starts inside a page and passes that page's end: the page would
     keep the state of the step before (vLLM writes a step's state only at its end) and be
     named as the state at its end. vLLM's scheduler never makes such a step without
     speculative tokens (refused): a prompt's chunks end on pages but for the last, and
     decode advances one token at a time."""
+    if lookahead:
+        raise unsupported('Mamba "align" mode with speculative decoding')
     for g in groups:
         B = specs[g].block_size
         tail = -extent % B
@@ -45,24 +58,26 @@ def check_align_step(
 
 def note_state_names(
     named: set[int],
-    tables: Sequence[livetail.BlockTable],
+    r: Any,
     specs: Sequence[livetail.GroupSpec],
     groups: Sequence[int],
-    lo_tokens: int,
+    base: int,
     n: int,
 ) -> None:
-    """Record the pages of the state groups' slots in [lo_tokens, n) that now carry a name:
-    the real ones (holes take no name)."""
+    """Record the pages of the state groups' slots from the request's naming cursor
+    (``r.named_keys`` base pages) to n tokens that now carry a name: the real ones."""
+    lo_tokens = r.named_keys * base
     for g in groups:
         B = specs[g].block_size
-        pages = tables[g].page_ids()[lo_tokens // B : n // B].tolist()
+        pages = r.tables[g].page_ids()[lo_tokens // B : n // B].tolist()
         named.update(p for p in pages if p)
 
 
 def state_named_now(
     match: livetail.PrefixMatch, groups: Sequence[int], named: set[int]
 ) -> bool:
-    """Does the match resume a state group from a page named this step?"""
+    """Does the match resume a state group from a page named this step? (That step's
+    forward writes it: vLLM's ``cached_blocks_this_step`` defers such a hit a step.)"""
     for g in groups:
         pages = match.pages[g]
         if len(pages) and int(pages[-1]) in named:

@@ -30,7 +30,7 @@ from ._groups import (
     retention_alignment,
     unsupported,
 )
-from ._mamba import check_align, check_align_step, note_state_names, state_named_now
+from ._mamba import align_groups, check_align_step, note_state_names, state_named_now
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
 
 
@@ -100,19 +100,11 @@ class KVCacheManager(_EventsAndStats, _View):
         live = self.default_live_tail_groups if live_tail_groups is None else live_tail_groups
         self.specs = group_specs(kv_cache_config, live)
         self._live_tail = any(s.live_tail_alloc for s in self.specs)
-        # Mamba "align" mode (semantics 13.5): state groups with live tail.
-        self._align = [
-            g for g, s in enumerate(self.specs) if s.kind == "state" and s.live_tail_alloc
-        ]
-        self._align_named: set[int] = set()  # their pages named this step
-        if self._align:
-            check_align(self.specs, self._align, hash_block_size, enable_caching)
-        if self._align and (use_eagle or num_prefill_lookahead):
-            raise unsupported('Mamba "align" mode with speculative decoding')
+        drafts = use_eagle or bool(num_prefill_lookahead)  # Mamba "align" mode (13.5):
+        self._align = align_groups(self.specs, hash_block_size, enable_caching, drafts)
+        self._align_named: set[int] = set()  # its state pages named this step
         if self._live_tail and (use_eagle or num_prefill_lookahead):
             raise self._live_tail_with_drafts("use_eagle" if use_eagle else "num_prefill_lookahead")
-        # vLLM's shared-prefix checkpoints need hashing finer than the Mamba block (partial
-        # hash hits), refused above for "align" mode: with them off vLLM's flag is a no-op.
 
         self.kv_cache_config = kv_cache_config
         self.max_model_len = max_model_len
@@ -346,8 +338,6 @@ class KVCacheManager(_EventsAndStats, _View):
             )
         if num_lookahead_tokens < 0:
             raise ValueError("num_lookahead_tokens must be non-negative")
-        if num_lookahead_tokens and self._align:
-            raise unsupported('Mamba "align" mode with speculative decoding')
         if num_lookahead_tokens and self._live_tail:
             raise self._live_tail_with_drafts("num_lookahead_tokens")
         if num_external_computed_tokens or delay_cache_blocks or skip_zeroing_group_ids:
@@ -364,11 +354,8 @@ class KVCacheManager(_EventsAndStats, _View):
         tables = r.tables
         if match is not None and any(len(t) or t.is_bound for t in tables):
             raise unsupported("a prefix hit adopted by a request that holds blocks")
-        named_now = self._align and match is not None
-        if named_now and state_named_now(match, self._align, self._align_named):
-            # A Mamba state named this step is written by this step's forward: a request
-            # resumes from it next step at the earliest (vLLM's cached_blocks_this_step).
-            self._forget_if_empty(rid)
+        if match is not None and state_named_now(match, self._align, self._align_named):
+            self._forget_if_empty(rid)  # vLLM's cached_blocks_this_step (semantics 13.5)
             return None
 
         local = request.num_computed_tokens + num_new_computed_tokens
@@ -407,8 +394,8 @@ class KVCacheManager(_EventsAndStats, _View):
                 extent = tables[0].extent
         more = target - extent
         new = self.empty_kv_cache_blocks
-        if self._align and more > 0:
-            check_align_step(self.specs, self._align, extent, more)
+        if self._align:
+            check_align_step(self.specs, self._align, extent, more, num_lookahead_tokens)
         if more > 0:
             # acquire is all or nothing and fails exactly when its need exceeds the free
             # pages: the charge check above, with no watermark, reserve or claim to add.
@@ -480,8 +467,7 @@ class KVCacheManager(_EventsAndStats, _View):
         keys = self._keys_of(request)
         self._name_pages(r.tables, keys, n)
         if self._align:
-            lo = r.named_keys * self._base
-            note_state_names(self._align_named, r.tables, self.specs, self._align, lo, n)
+            note_state_names(self._align_named, r, self.specs, self._align, self._base, n)
         r.named_keys = offered
         covered = offered * self._base
         for g, b in enumerate(self._block_sizes):
