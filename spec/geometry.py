@@ -148,9 +148,17 @@ real its last two new slots, the running state and the checkpoint one page behin
 the forms below it places like live tail with the window ``W + B`` and no resume slot."""
 
 
+def live_state(A: Num) -> bool:
+    """Is A a state group's live alignment (RUNNING or CHECKPOINT)? Those are always the
+    constants (a group's kind is never symbolic); a symbolic A is a live-tail sliding
+    alignment or 0, never negative, so the forms below branch on it in Python and the
+    theorems over a symbolic A see the forms of sections 4 and 5 unchanged."""
+    return isinstance(A, int) and A < 0
+
+
 def placement_window(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
-    """The window placement reads: W, or W + B for a checkpointed state group (A < -1)."""
-    return ar.cond(A < -1, lambda: W + B, lambda: W)
+    """The window placement reads: W, or W + B for a checkpointed state group."""
+    return W + B if isinstance(A, int) and A == CHECKPOINT else W
 
 
 def period(A: Num, B: Num, ar: Arith = INT) -> Num:
@@ -162,11 +170,9 @@ def period(A: Num, B: Num, ar: Arith = INT) -> Num:
 def kept_per_period(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     """R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off,
     0 for a checkpointed state group)."""
-    return ar.cond(
-        A > 0,
-        lambda: ar.min(resume_pages(W, B, ar), ar.div(A, B)),
-        lambda: ar.cond(A < 0, lambda: 0, lambda: 1),
-    )
+    if live_state(A):
+        return 0
+    return ar.cond(A > 0, lambda: ar.min(resume_pages(W, B, ar), ar.div(A, B)), lambda: 1)
 
 
 def extent(slots: Num, tail: Num, B: Num) -> Num:
@@ -186,15 +192,15 @@ def live(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Bool:
     A * (s // m + 1)). A live-tail state group (A = RUNNING) makes real the slots inside its
     window, a checkpointed one (A = CHECKPOINT) from one page behind: s >= slid_out(f, W + B).
     """
+    if live_state(A):
+        return s >= slid_out(f, placement_window(W, B, A, ar), B, ar)
     return ar.cond(
         A > 0,
         lambda: ar.either(
             s >= slid_out(f, W, B, ar),
             ar.mod(s, period(A, B, ar)) >= period(A, B, ar) - resume_pages(W, B, ar),
         ),
-        lambda: ar.cond(
-            A < 0, lambda: s >= slid_out(f, placement_window(W, B, A, ar), B, ar), lambda: True
-        ),
+        lambda: True,
     )
 
 
@@ -260,7 +266,9 @@ def blocks_needed(slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Ari
     def take() -> Num:
         new = ceil_div(n - tail, B, ar)
         f = extent(slots, tail, B) + n
-        return ar.cond(A != 0, lambda: live_count(slots, new, f, W, B, A, ar), lambda: new)
+        if live_state(A):
+            return live_count(slots, new, f, W, B, A, ar)
+        return ar.cond(A > 0, lambda: live_count(slots, new, f, W, B, A, ar), lambda: new)
 
     return ar.cond(n > tail, take, lambda: 0)
 
@@ -345,7 +353,9 @@ def held_after_chunk(f: Num, F: Num, W: Num, B: Num, A: Num, ar: Arith = INT) ->
     v = ceil_div(f, B, ar)
     q = ceil_div(F, B, ar)
     kept = v - slid_out(f, W, B, ar)
-    return kept + ar.cond(A != 0, lambda: live_count(v, q - v, F, W, B, A, ar), lambda: q - v)
+    if live_state(A):
+        return kept + live_count(v, q - v, F, W, B, A, ar)
+    return kept + ar.cond(A > 0, lambda: live_count(v, q - v, F, W, B, A, ar), lambda: q - v)
 
 
 def chunk_peak_end(f: Num, C: Num, N: Num, B: Num, ar: Arith = INT) -> Num:

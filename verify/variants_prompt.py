@@ -31,7 +31,7 @@ def variants(variant: Any) -> dict[str, Any]:
     }
 
 
-def _state_checkpoint_dropped(W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:
+def _state_checkpoint_dropped(W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:  # noqa: ARG001
     # Wrong: a state group with checkpoints places like one without (no checkpoint page).
     return W
 

@@ -168,11 +168,7 @@ def routed(p: Prover) -> None:
     fit_n = z3.Or(inp.n <= inp.tail, fits)
     end = geo.slots_after(inp.slots, inp.tail, inp.B, inp.n, Z3)
     f = geo.frontier_after(inp.slots, inp.tail, inp.B, inp.n)
-    # A state group with live tail places with the window W + B (A = CHECKPOINT) or W.
-    Ap = z3.Int("Ap")
-    facts.append(z3.Or(Ap == inp.A, Ap == geo.RUNNING, Ap == geo.CHECKPOINT))
-    Wp = geo.placement_window(inp.W, inp.B, Ap, Z3)
-    h = geo.first_live_slot(inp.slots, end, f, Wp, inp.B, Z3)
+    h = geo.first_live_slot(inp.slots, end, f, inp.W, inp.B, Z3)
     m = geo.period(inp.A, inp.B, Z3)
     kept = geo.kept_per_period(inp.W, inp.B, inp.A, Z3)
     p0, i = z3.Ints("p0 i")
@@ -189,13 +185,17 @@ def routed(p: Prover) -> None:
     under("slots_after(slots, tail, B, n)", [fit_n], lambda: geo.slots_after(slots, tail, B, n, ar))
     under("frontier_after(slots, tail, B, n)", spill, lambda: geo.frontier_after(slots, tail, B, n))
     under("frontier_after(slots, tail, B, 1)", [], lambda: geo.frontier_after(slots, tail, B, 1))
-    Apt = Tracked(Ap, tr)
-    under("placement_window(W, B, A)", spill, lambda: geo.placement_window(W, B, Apt, ar))
-    under(
-        "first_live_slot(slots, end, f, Wp, B)",
-        spill,
-        lambda: geo.first_live_slot(slots, ar.num(end), ar.num(f), ar.num(Wp), B, ar),
-    )
+    # Wp = placement_window(W, B, A): W, or W + B for a state group with checkpoints
+    # (section 13.5), whose loop visits no resume run (A < 0).
+    for a in (inp.A, geo.CHECKPOINT):
+        under("placement_window(W, B, A)", spill, lambda a=a: geo.placement_window(W, B, a, ar))
+        under(
+            "first_live_slot(slots, end, f, Wp, B)",
+            spill,
+            lambda a=a: geo.first_live_slot(
+                slots, ar.num(end), ar.num(f), geo.placement_window(W, B, a, ar), B, ar
+            ),
+        )
     under("period(A, B)", spill, lambda: geo.period(A, B, ar))
     under("kept_per_period(W, B, A)", spill, lambda: geo.kept_per_period(W, B, A, ar))
     under("period_start(slots, m)", spill, lambda: geo.period_start(slots, ar.num(m), ar))
