@@ -104,7 +104,7 @@ class Coordinator:
         if s.kind == "full":
             return FullAttentionManager(s.block_size)
         if s.kind == "state":
-            return StateManager(s.block_size)
+            return StateManager(s.block_size, s.live_tail_alloc, s.checkpoints)
         if s.kind == "chunked":
             assert s.attention_chunk_size is not None
             return ChunkedLocalAttentionManager(s.block_size, s.attention_chunk_size)
@@ -348,7 +348,7 @@ class Coordinator:
             # group the R behind each multiple of the alignment, for a state group only the
             # slot ending at num_tokens (below the cursor lie the slots a claim brought in,
             # whose loads may still be pending: complete_load names them).
-            upto, state = t.named_upto, m.kind == "state"
+            upto, state = t.named_upto, m.kind == "state" and m._A >= 0  # 13.5: as sliding
             R, q = self._resume(g), self._alignment // B
             chunked = m.kind == "chunked"  # its R is the first boundary above j's (13.2)
             offered = [

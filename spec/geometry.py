@@ -138,6 +138,29 @@ def slid_out(f: Num, W: Num, B: Num, ar: Arith = INT) -> Num:
     return ar.cond(d > 0, lambda: ar.div(d, B), lambda: 0)
 
 
+RUNNING = -1
+"""The live alignment ``A`` of a state group with live tail (section 13.5, vLLM's Mamba
+"align" mode): an acquire makes real only its last new slot, the running state at its
+frontier, and keeps no resume pages; reclaim is the state group's (``W = 2``)."""
+CHECKPOINT = -2
+"""The same with checkpoints (vLLM's ``num_prefill_checkpoint_blocks``): an acquire makes
+real its last two new slots, the running state and the checkpoint one page behind it. In
+the forms below it places like live tail with the window ``W + B`` and no resume slot."""
+
+
+def live_state(A: Num) -> bool:
+    """Is A a state group's live alignment (RUNNING or CHECKPOINT)? Those are always the
+    constants (a group's kind is never symbolic); a symbolic A is a live-tail sliding
+    alignment or 0, never negative, so the forms below branch on it in Python and the
+    theorems over a symbolic A see the forms of sections 4 and 5 unchanged."""
+    return isinstance(A, int) and A < 0
+
+
+def placement_window(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
+    """The window placement reads: W, or W + B for a checkpointed state group."""
+    return W + B if isinstance(A, int) and A == CHECKPOINT else W
+
+
 def period(A: Num, B: Num, ar: Arith = INT) -> Num:
     """m = A / B slots per alignment block (1 when live tail is off)."""
     return ar.cond(A > 0, lambda: ar.div(A, B), lambda: 1)
@@ -145,7 +168,10 @@ def period(A: Num, B: Num, ar: Arith = INT) -> Num:
 
 @_memo_on_ints
 def kept_per_period(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
-    """R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off)."""
+    """R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off,
+    0 for a checkpointed state group)."""
+    if live_state(A):
+        return 0
     return ar.cond(A > 0, lambda: ar.min(resume_pages(W, B, ar), ar.div(A, B)), lambda: 1)
 
 
@@ -163,8 +189,11 @@ def live(s: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith = INT) -> Bool:
 
     Real when live tail is off, when s is still inside the window at f, or when s is
     one of the last R slots of its A-token block (a resume page of the boundary
-    A * (s // m + 1)).
+    A * (s // m + 1)). A live-tail state group (A = RUNNING) makes real the slots inside its
+    window, a checkpointed one (A = CHECKPOINT) from one page behind: s >= slid_out(f, W + B).
     """
+    if live_state(A):
+        return s >= slid_out(f, placement_window(W, B, A, ar), B, ar)
     return ar.cond(
         A > 0,
         lambda: ar.either(
@@ -193,7 +222,7 @@ def live_count(first: Num, new: Num, f: Num, W: Num, B: Num, A: Num, ar: Arith =
     """Number of live slots among [first, first+new) at frontier f, in O(1)."""
     m = period(A, B, ar)
     kept = kept_per_period(W, B, A, ar)
-    h = ar.min(ar.max(slid_out(f, W, B, ar), first), first + new)
+    h = ar.min(ar.max(slid_out(f, placement_window(W, B, A, ar), B, ar), first), first + new)
     return (
         (first + new - h)
         + resume_count_below(h, m, kept, ar)
@@ -237,6 +266,8 @@ def blocks_needed(slots: Num, tail: Num, n: Num, W: Num, B: Num, A: Num, ar: Ari
     def take() -> Num:
         new = ceil_div(n - tail, B, ar)
         f = extent(slots, tail, B) + n
+        if live_state(A):
+            return live_count(slots, new, f, W, B, A, ar)
         return ar.cond(A > 0, lambda: live_count(slots, new, f, W, B, A, ar), lambda: new)
 
     return ar.cond(n > tail, take, lambda: 0)
@@ -322,6 +353,8 @@ def held_after_chunk(f: Num, F: Num, W: Num, B: Num, A: Num, ar: Arith = INT) ->
     v = ceil_div(f, B, ar)
     q = ceil_div(F, B, ar)
     kept = v - slid_out(f, W, B, ar)
+    if live_state(A):
+        return kept + live_count(v, q - v, F, W, B, A, ar)
     return kept + ar.cond(A > 0, lambda: live_count(v, q - v, F, W, B, A, ar), lambda: q - v)
 
 

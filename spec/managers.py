@@ -336,12 +336,41 @@ class SlidingWindowManager(_Manager):
 
 
 class StateManager(_Manager):
-    """Conv/SSM state: a sliding group with W = 2 and no live tail."""
+    """Conv/SSM state: a sliding group with W = 2 and no live tail.
+
+    ``live_tail=True`` (section 13.5, vLLM's Mamba "align" mode): an acquire makes real
+    only its last new slot, the running state at the frontier (``geometry.RUNNING``);
+    with ``checkpoints=True`` also the slot one page behind it, the checkpoint
+    (``geometry.CHECKPOINT``). Every other new slot is a hole.
+    """
 
     kind = "state"
 
-    def __init__(self, block_size: int) -> None:
-        super().__init__(block_size, 2, 0)
+    def __init__(self, block_size: int, live_tail: bool = False, checkpoints: bool = False) -> None:
+        instance("live_tail", live_tail, bool)
+        instance("checkpoints", checkpoints, bool)
+        if checkpoints and not live_tail:
+            raise ValueError("checkpoints needs live_tail=True")
+        A = (geo.CHECKPOINT if checkpoints else geo.RUNNING) if live_tail else 0
+        super().__init__(block_size, 2, A)
+
+    @property
+    def live_tail(self) -> bool:
+        return self._A < 0
+
+    @property
+    def checkpoints(self) -> bool:
+        return self._A == geo.CHECKPOINT
+
+    @property
+    def live_alloc_alignment(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        extra = (", live_tail=True" if self.live_tail else "") + (
+            ", checkpoints=True" if self.checkpoints else ""
+        )
+        return f"StateManager(block_size={self._B}{extra})"
 
 
 def chunk_size_of(kind: str, C: object, B: int) -> int | None:

@@ -168,7 +168,7 @@ def test_trace_without_variant_is_named_spec(tmp_path: Path) -> None:
                     "num_requests": 1,
                 }
             },
-            "only a sliding group has live_tail_alloc",
+            "only a sliding or state group has live_tail_alloc",
         ),
         (
             {"geometry": {"groups": GROUPS, "num_blocks": 0, "num_requests": 1}},

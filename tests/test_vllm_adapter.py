@@ -109,16 +109,16 @@ def test_group_specs_refuse_other_groups_by_name():
         adapter.group_specs(config(full(), cross))
 
 
-def test_group_specs_map_mamba_without_a_cache_mode_to_state_and_refuse_align():
+def test_group_specs_map_mamba_without_a_cache_mode_to_state_and_align_to_live_tail():
     def mamba(mode: str) -> MambaSpec:
         return MambaSpec(
             block_size=64, shapes=((1,),), dtypes=(torch.float32,), mamba_cache_mode=mode
         )
 
     (spec,) = adapter.group_specs(config(mamba("none")))
-    assert (spec.kind, spec.block_size) == ("state", 64)
-    with pytest.raises(NotImplementedError, match="Mamba cache mode 'align'"):
-        adapter.group_specs(config(mamba("align")))
+    assert (spec.kind, spec.block_size, spec.live_tail_alloc) == ("state", 64, False)
+    (spec,) = adapter.group_specs(config(mamba("align")))  # tests/test_vllm_mamba.py
+    assert (spec.kind, spec.live_tail_alloc, spec.checkpoints) == ("state", True, False)
 
 
 def test_allocate_slots_takes_pages_in_queue_order_and_names_full_blocks():

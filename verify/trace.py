@@ -114,6 +114,7 @@ class GroupGeometry:
     sliding_window: int | None = None
     live_tail_alloc: bool = False
     attention_chunk_size: int | None = None  # chunked groups only (section 13.2)
+    checkpoints: bool = False  # live-tail state groups only (section 13.5)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "block_size": self.block_size}
@@ -123,6 +124,8 @@ class GroupGeometry:
             d["live_tail_alloc"] = True
         if self.attention_chunk_size is not None:
             d["attention_chunk_size"] = self.attention_chunk_size
+        if self.checkpoints:
+            d["checkpoints"] = True
         return d
 
     def describe(self) -> str:
@@ -131,6 +134,9 @@ class GroupGeometry:
             return f"sliding B={self.block_size} W={self.sliding_window}{live}"
         if self.kind == "chunked":
             return f"chunked B={self.block_size} C={self.attention_chunk_size}"
+        if self.kind == "state" and self.live_tail_alloc:
+            ck = " checkpoints" if self.checkpoints else ""
+            return f"state B={self.block_size} live{ck}"
         return f"{self.kind} B={self.block_size}"
 
 
@@ -202,6 +208,12 @@ def _int(where: str, value: object, low: int = 0) -> int:
     return value
 
 
+_GROUP_FIELDS = (
+    "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size",
+    "checkpoints",
+)
+
+
 def _group_from(where: str, value: object) -> GroupGeometry:
     """A group spec from a dict (or any object with kind/block_size/... attributes)."""
     if isinstance(value, GroupGeometry):
@@ -211,14 +223,10 @@ def _group_from(where: str, value: object) -> GroupGeometry:
     else:
         d = {
             k: getattr(value, k)
-            for k in (
-                "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size"
-            )
+            for k in _GROUP_FIELDS
             if hasattr(value, k)
         }
-    unknown = set(d) - {
-        "kind", "block_size", "sliding_window", "live_tail_alloc", "attention_chunk_size"
-    }
+    unknown = set(d) - set(_GROUP_FIELDS)
     if unknown:
         raise TraceError(f"{where} has unknown field(s) {sorted(unknown)}")
     kind = d.get("kind")
@@ -233,8 +241,13 @@ def _group_from(where: str, value: object) -> GroupGeometry:
         window = _int(f"{where}.sliding_window", window, 1)
     elif window is not None:
         raise TraceError(f"{where}: only a sliding group has a sliding_window")
-    elif live:
-        raise TraceError(f"{where}: only a sliding group has live_tail_alloc")
+    elif live and kind != "state":
+        raise TraceError(f"{where}: only a sliding or state group has live_tail_alloc")
+    checkpoints = d.get("checkpoints", False)
+    if not isinstance(checkpoints, bool):
+        raise TraceError(f"{where}.checkpoints must be true or false, got {checkpoints!r}")
+    if checkpoints and not (kind == "state" and live):
+        raise TraceError(f"{where}: only a state group with live_tail_alloc has checkpoints")
     chunk = d.get("attention_chunk_size")
     if kind == "chunked":
         chunk = _int(f"{where}.attention_chunk_size", chunk, 1)
@@ -242,7 +255,7 @@ def _group_from(where: str, value: object) -> GroupGeometry:
             raise TraceError(f"{where}.attention_chunk_size must be a multiple of block_size")
     elif chunk is not None:
         raise TraceError(f"{where}: only a chunked group has an attention_chunk_size")
-    return GroupGeometry(str(kind), block_size, window, live, chunk)
+    return GroupGeometry(str(kind), block_size, window, live, chunk, checkpoints)
 
 
 def geometry_from(

@@ -90,7 +90,7 @@ def _check_api_geometry(trace: Mapping[str, Any]) -> None:
         specs = [
             spec.GroupSpec(
                 g.kind, g.block_size, g.sliding_window, g.live_tail_alloc,
-                attention_chunk_size=g.attention_chunk_size,
+                attention_chunk_size=g.attention_chunk_size, checkpoints=g.checkpoints,
             )
             for g in geo.groups
         ]

@@ -25,10 +25,10 @@ from livetail.spec.managers import _Manager
 from livetail.spec.pool import BlockPool
 from livetail.spec.table import BlockTable
 
+from . import variants_prompt as _vp
 from .fork_variants import FORK_RULES
 from .variants_chunked import variants as _chunked_variants
 from .variants_pool import variants as _pool_variants
-from .variants_prompt import variants as _prompt_variants
 
 
 @dataclass(frozen=True)
@@ -595,6 +595,7 @@ HOST_VARIANTS.update(
     )
 )
 
-# The whole-prompt charge (13.1), chunked attention (13.2), the pool's own transitions.
-for _more in (_prompt_variants, _chunked_variants, _pool_variants):
+# The whole-prompt charge (13.1), chunked attention (13.2), the pool's own transitions,
+# state checkpoints (13.5): variants_prompt/_chunked/_pool.py.
+for _more in (_vp.variants, _chunked_variants, _pool_variants, _vp.variants_state):
     VARIANTS.update(_more(Variant))

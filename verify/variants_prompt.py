@@ -1,5 +1,7 @@
-"""The wrong variant of the whole-prompt charge (semantics 13.1), registered in
-``variants.VARIANTS``; ``prompt-charge-bounds-every-chunk-bounded`` rejects it."""
+"""The wrong variants of the whole-prompt charge (semantics 13.1) and of a state group's
+placement with live tail (13.5), registered in ``variants.VARIANTS``;
+``prompt-charge-bounds-every-chunk-bounded`` and ``state-live-tail-keeps-written-states``
+reject them."""
 
 from __future__ import annotations
 
@@ -25,5 +27,24 @@ def variants(variant: Any) -> dict[str, Any]:
             geo,
             "chunk_peak_end",
             _largest_chunk,
+        )
+    }
+
+
+def _state_checkpoint_dropped(W: Num, B: Num, A: Num, ar: Arith = geo.INT) -> Num:  # noqa: ARG001
+    # Wrong: a state group with checkpoints places like one without (no checkpoint page).
+    return W
+
+
+def variants_state(variant: Any) -> dict[str, Any]:
+    """The state-placement variant (section 13.5), built with ``variants.Variant``."""
+    name = "state-checkpoint-dropped"
+    return {
+        name: variant(
+            name,
+            "a state group with checkpoints keeps no checkpoint page (section 13.5)",
+            geo,
+            "placement_window",
+            _state_checkpoint_dropped,
         )
     }

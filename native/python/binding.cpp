@@ -371,6 +371,7 @@ std::string spec_repr(const GroupSpec& s) {
   if (s.sliding_window) r += ", sliding_window=" + std::to_string(*s.sliding_window);
   if (s.live_tail_alloc) r += ", live_tail_alloc=True";
   if (s.attention_chunk_size) r += ", attention_chunk_size=" + std::to_string(*s.attention_chunk_size);
+  if (s.checkpoints) r += ", checkpoints=True";
   return r + ")";
 }
 
@@ -380,7 +381,8 @@ std::string manager_repr(const Manager& m) {
     case GroupKind::full:
       return "FullAttentionManager(" + b + ")";
     case GroupKind::state:
-      return "StateManager(" + b + ")";
+      return "StateManager(" + b + (m.live_tail_state() ? ", live_tail=True" : "") +
+             (m.checkpoints() ? ", checkpoints=True)" : ")");
     case GroupKind::chunked:
       return "ChunkedLocalAttentionManager(" + b +
              ", attention_chunk_size=" + std::to_string(m.attention_chunk_size()) + ")";

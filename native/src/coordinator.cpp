@@ -16,6 +16,16 @@ using detail::fail;
 using detail::at;
 
 namespace {
+// A state group that names only the slot ending at num_tokens (section 13.4). A checkpointed
+// state group (13.5) names like a sliding group: its real slots are the states the forward
+// wrote, and only they take names.
+bool snapshot_state(const Manager& m) noexcept {
+  return m.kind() == GroupKind::state && !m.live_tail_state();
+}
+}  // namespace
+
+
+namespace {
 
 // Batch calls stamp each table they see; a repeat shows as a stamp already equal to this
 // call's. Atomic so that coordinators used from different threads never share a stamp.
@@ -273,8 +283,7 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
       fail("num_tokens", "= " + std::to_string(num_tokens) + " is past the table's extent " +
                              std::to_string(extent));
     const int64_t covered = std::min(num_tokens / B, nkeys / (B / base_));
-    extra +=
-        managers_[i].kind() == GroupKind::state ? 1 : std::max<int64_t>(0, covered - t.named_upto_);
+    extra += snapshot_state(managers_[i]) ? 1 : std::max<int64_t>(0, covered - t.named_upto_);
   }
   // The only throws (std::bad_alloc): nothing named yet. Events: one key (and its B token
   // ids) per name at most.
@@ -303,7 +312,7 @@ int64_t Coordinator::cache_full_blocks(std::span<BlockTable* const> tables,
                            tok, token_ids != nullptr);
     };
     const int64_t q = alignment_ / B;  // the alignment in this group's pages
-    if (managers_[i].kind() == GroupKind::state) {
+    if (snapshot_state(managers_[i])) {
       // Only the slot ending exactly at num_tokens holds a usable state snapshot, only one
       // ending on a multiple of the alignment can serve a match (13.4), and only a slot at or
       // past the cursor is offered a name: below it lie the slots a claim brought in, whose
@@ -374,7 +383,7 @@ int64_t Coordinator::token_room(std::span<BlockTable* const> tables, int64_t nke
   for (size_t i = 0; i < managers_.size(); ++i) {
     const int64_t B = managers_[i].block_size();
     const int64_t covered = std::min(num_tokens / B, nkeys / (B / base_));
-    room += B * (managers_[i].kind() == GroupKind::state
+    room += B * (snapshot_state(managers_[i])
                      ? 1
                      : std::max<int64_t>(0, covered - tables[i]->named_upto_));
   }

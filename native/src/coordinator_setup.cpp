@@ -24,12 +24,14 @@ std::atomic<uint64_t> next_coordinator{1};
 }  // namespace
 
 GroupSpec::GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window,
-                     bool live_tail_alloc, std::optional<int64_t> attention_chunk_size)
+                     bool live_tail_alloc, std::optional<int64_t> attention_chunk_size,
+                     bool checkpoints)
     : kind(kind),
       block_size(block_size),
       sliding_window(sliding_window),
       live_tail_alloc(live_tail_alloc),
-      attention_chunk_size(attention_chunk_size) {
+      attention_chunk_size(attention_chunk_size),
+      checkpoints(checkpoints) {
   check();
 }
 
@@ -42,8 +44,11 @@ void GroupSpec::check() const {
     fail("sliding_window", std::string("is only taken by sliding groups, not ") + kind_name(kind));
   if (sliding_window && (*sliding_window < 1 || *sliding_window > geometry::INT32_MAX_TOKENS))
     fail("sliding_window", "must be in [1, 2**31 - 1], got " + std::to_string(*sliding_window));
-  if (kind != GroupKind::sliding && live_tail_alloc)
-    fail("live_tail_alloc", std::string("is only taken by sliding groups, not ") + kind_name(kind));
+  if (kind != GroupKind::sliding && kind != GroupKind::state && live_tail_alloc)
+    fail("live_tail_alloc",
+         std::string("is only taken by sliding and state groups, not ") + kind_name(kind));
+  if (checkpoints && !(kind == GroupKind::state && live_tail_alloc))
+    fail("checkpoints", "is only taken by state groups with live_tail_alloc=True");
   if (kind == GroupKind::chunked && !attention_chunk_size)
     fail("attention_chunk_size", "is required for a chunked group");
   if (kind != GroupKind::chunked && attention_chunk_size)
@@ -98,7 +103,7 @@ Coordinator::Coordinator(std::vector<GroupSpec> specs, BlockPool& pool, HostPool
                                                  s.live_tail_alloc ? alignment_ : 0));
         break;
       case GroupKind::state:
-        managers_.push_back(StateManager(s.block_size));
+        managers_.push_back(StateManager(s.block_size, s.live_tail_alloc, s.checkpoints));
         break;
       case GroupKind::chunked:
         managers_.push_back(ChunkedLocalAttentionManager(s.block_size, *s.attention_chunk_size));

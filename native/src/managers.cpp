@@ -76,6 +76,9 @@ Manager::Manager(GroupKind kind, int64_t block_size, int64_t sliding_window,
   check_range(block_size, 1, "block_size");
   if (kind != GroupKind::full && kind != GroupKind::chunked)
     check_range(sliding_window, 1, "sliding_window");
+  if (kind == GroupKind::state && (live_alloc_alignment == geometry::kRunning ||
+                                   live_alloc_alignment == geometry::kCheckpoint))
+    return;
   check_range(live_alloc_alignment, 0, "live_alloc_alignment");
   if (live_alloc_alignment % block_size != 0)
     fail("live_alloc_alignment", "must be a multiple of block_size " + std::to_string(block_size) +
@@ -89,7 +92,16 @@ SlidingWindowManager::SlidingWindowManager(int64_t block_size, int64_t sliding_w
                                            int64_t live_alloc_alignment)
     : Manager(GroupKind::sliding, block_size, sliding_window, live_alloc_alignment) {}
 
-StateManager::StateManager(int64_t block_size) : Manager(GroupKind::state, block_size, 2, 0) {}
+namespace {
+int64_t state_alignment(bool live_tail, bool checkpoints) {
+  if (checkpoints && !live_tail) fail("checkpoints", "needs live_tail=True");
+  if (!live_tail) return 0;
+  return checkpoints ? geometry::kCheckpoint : geometry::kRunning;
+}
+}  // namespace
+
+StateManager::StateManager(int64_t block_size, bool live_tail, bool checkpoints)
+    : Manager(GroupKind::state, block_size, 2, state_alignment(live_tail, checkpoints)) {}
 
 ChunkedLocalAttentionManager::ChunkedLocalAttentionManager(int64_t block_size,
                                                            int64_t attention_chunk_size)
@@ -163,10 +175,11 @@ void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
   int32_t* s = t.slots_.data();
   BlockPool::Taker take(pool);
   int64_t h = slots;  // [slots, h): live only if a resume page; [h, end): all live
-  if (A_ > 0) {
+  if (A_ != 0) {
     const int64_t f = geometry::frontier_after(slots, tail, B_, n);
-    h = geometry::first_live_slot(slots, end, f, W_, B_);
-    if (h > slots) {  // some new slots are outside the window already (not on a decode step)
+    const int64_t Wp = geometry::placement_window(W_, B_, A_);  // W + B with checkpoints
+    h = geometry::first_live_slot(slots, end, f, Wp, B_);
+    if (A_ > 0 && h > slots) {  // some new slots are outside the window already (not on a decode step)
       const int64_t m = geometry::period(A_, B_);
       const int64_t kept = geometry::kept_per_period(W_, B_, A_);
       // The resume pages are the last `kept` slots of each period: visit them, not the holes.

@@ -182,8 +182,14 @@ BAD_CALLS: dict[str, BadCall] = {
     "spec-full-with-window": BadCall(
         "ValueError", _always, lambda s, r, g: s.mod.GroupSpec("full", 8, 4)
     ),
-    "spec-state-live-tail": BadCall(
-        "ValueError", _always, lambda s, r, g: s.mod.GroupSpec("state", 8, None, True)
+    "spec-full-live-tail": BadCall(
+        "ValueError", _always, lambda s, r, g: s.mod.GroupSpec("full", 8, None, True)
+    ),
+    "spec-state-checkpoints-without-live-tail": BadCall(
+        "ValueError", _always, lambda s, r, g: s.mod.GroupSpec("state", 8, checkpoints=True)
+    ),
+    "state-manager-checkpoints-without-live-tail": BadCall(
+        "ValueError", _always, lambda s, r, g: s.mod.StateManager(8, checkpoints=True)
     ),
     "spec-unknown-kind": BadCall(
         "ValueError", _always, lambda s, r, g: s.mod.GroupSpec("mamba", 8)

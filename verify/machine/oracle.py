@@ -25,13 +25,16 @@ class GroupRule:
     W: int | None
     A: int
     C: int | None = None  # a chunked group's chunk size (section 13.2)
+    # A live-tail state group (section 13.5): 1 real slot per acquire, 2 with checkpoints.
+    state_live: int = 0
 
     @staticmethod
     def of(g: GroupGeometry, align: int) -> GroupRule:
         if g.kind == "full":
             return GroupRule("full", g.block_size, None, 0)
         if g.kind == "state":
-            return GroupRule("state", g.block_size, 2, 0)
+            live = (2 if g.checkpoints else 1) if g.live_tail_alloc else 0
+            return GroupRule("state", g.block_size, 2, 0, None, live)
         if g.kind == "chunked":
             # W = 1 only marks a reclaiming group; the chunk size C decides the reads.
             return GroupRule("chunked", g.block_size, 1, 0, g.attention_chunk_size)
@@ -46,7 +49,11 @@ def oracle_slid_out(f: int, W: int, B: int) -> int:
 
 
 def oracle_live(s: int, f: int, g: GroupRule) -> bool:
-    """Section 4, word for word: real if not live-tail, in the window at f, or a resume slot."""
+    """Section 4, word for word: real if not live-tail, in the window at f, or a resume slot.
+    Section 13.5 for a live-tail state group: only the slot holding token f - 1 (the running
+    state), and with checkpoints the slot before it."""
+    if g.state_live:
+        return s >= (f - 1) // g.B - (g.state_live - 1)
     if g.A == 0 or g.W is None:
         return True
     if s >= oracle_slid_out(f, g.W, g.B):

@@ -27,7 +27,11 @@ from .step import StepFailure
 
 PAGE_SIZES = (1, 2, 3, 4, 8, 16)
 # "live" twice: live-tail groups are where holes, resume pages and the sequential charge live.
-GROUP_KINDS = ("full", "live", "sliding", "live", "state", "chunked")
+# "state_live" / "state_ckpt": state groups with live tail, without and with checkpoints
+# (Mamba "align" mode, section 13.5).
+GROUP_KINDS = (
+    "full", "live", "sliding", "live", "state", "chunked", "state_live", "state_ckpt"
+)
 
 
 @st.composite
@@ -50,6 +54,8 @@ def geometries(draw: st.DrawFn) -> Geometry:
         elif kind == "chunked":  # C a multiple of B: one page, around the lcm, or a few pages
             C = B * draw(st.sampled_from(sorted({1, 2, 3, max(1, lcm // B), 2 * lcm // B})))
             groups.append(GroupGeometry("chunked", B, None, False, C))
+        elif kind in ("state_live", "state_ckpt"):  # Mamba "align" mode (section 13.5)
+            groups.append(GroupGeometry("state", B, None, True, None, kind == "state_ckpt"))
         else:
             groups.append(GroupGeometry(kind, B))
     k = draw(st.sampled_from([1, 1, 2, 4]))

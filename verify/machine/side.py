@@ -243,7 +243,7 @@ class Side:
         specs = [
             m.GroupSpec(
                 g.kind, g.block_size, g.sliding_window, g.live_tail_alloc,
-                attention_chunk_size=g.attention_chunk_size,
+                attention_chunk_size=g.attention_chunk_size, checkpoints=g.checkpoints,
             )
             for g in geometry.groups
         ]

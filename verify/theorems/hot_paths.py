@@ -185,11 +185,17 @@ def routed(p: Prover) -> None:
     under("slots_after(slots, tail, B, n)", [fit_n], lambda: geo.slots_after(slots, tail, B, n, ar))
     under("frontier_after(slots, tail, B, n)", spill, lambda: geo.frontier_after(slots, tail, B, n))
     under("frontier_after(slots, tail, B, 1)", [], lambda: geo.frontier_after(slots, tail, B, 1))
-    under(
-        "first_live_slot(slots, end, f, W, B)",
-        spill,
-        lambda: geo.first_live_slot(slots, ar.num(end), ar.num(f), W, B, ar),
-    )
+    # Wp = placement_window(W, B, A): W, or W + B for a state group with checkpoints
+    # (section 13.5), whose loop visits no resume run (A < 0).
+    for a in (inp.A, geo.CHECKPOINT):
+        under("placement_window(W, B, A)", spill, lambda a=a: geo.placement_window(W, B, a, ar))
+        under(
+            "first_live_slot(slots, end, f, Wp, B)",
+            spill,
+            lambda a=a: geo.first_live_slot(
+                slots, ar.num(end), ar.num(f), geo.placement_window(W, B, a, ar), B, ar
+            ),
+        )
     under("period(A, B)", spill, lambda: geo.period(A, B, ar))
     under("kept_per_period(W, B, A)", spill, lambda: geo.kept_per_period(W, B, A, ar))
     under("period_start(slots, m)", spill, lambda: geo.period_start(slots, ar.num(m), ar))
@@ -283,7 +289,8 @@ def native_hot_paths(p: Prover) -> None:
 ROUTED = [
     ("geometry::slots_after(slots, tail, B_, n)", "managers.cpp Manager::append_slots"),
     ("geometry::frontier_after(slots, tail, B_, n)", "managers.cpp Manager::append_slots"),
-    ("geometry::first_live_slot(slots, end, f, W_, B_)", "managers.cpp Manager::append_slots"),
+    ("geometry::placement_window(W_, B_, A_)", "managers.cpp Manager::append_slots"),
+    ("geometry::first_live_slot(slots, end, f, Wp, B_)", "managers.cpp Manager::append_slots"),
     ("geometry::period_start(slots, m)", "managers.cpp Manager::append_slots"),
     ("geometry::next_period(p0, m)", "managers.cpp Manager::append_slots"),
     ("geometry::resume_run_end(p0, m, h)", "managers.cpp Manager::append_slots"),

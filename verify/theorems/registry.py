@@ -48,6 +48,7 @@ from .live_tail_safety import (
     hole_never_read,
     live_tail_minimal,
     resume_pages_kept,
+    state_live_tail,
 )
 from .naming import naming_only_reachable, naming_reaches
 from .plans import step_plan, step_plan_bounded
@@ -113,6 +114,7 @@ REGISTRY: tuple[tuple[Callable[[Prover], None], str], ...] = (
     (chunked_hit_rule, "7.8 (a chunked group's hit rule, section 13.2)"),
     (naming_reaches, "7.8 (naming reaches every page a hit needs)"),
     (naming_only_reachable, "7.8 (sparse naming: nothing a hit cannot use, 13.4)"),
+    (state_live_tail, "7.4 and 7.8 (Mamba \"align\" mode: state pages and names, 13.5)"),
     (step_plan, "7.10 (two requests, no page shared between them)"),
     (events_replay, "7.12 (replay = names, inductive per name)"),
     (retention_queue, "7.9 (the free queue's order, inductive)"),

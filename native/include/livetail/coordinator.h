@@ -20,8 +20,10 @@ struct GroupSpec {
   // Throws std::invalid_argument: a window only (and always) for sliding, live tail only
   // for sliding, page size and window in [1, 2**31 - 1].
   // attention_chunk_size only (and always) for chunked, a multiple of block_size.
+  // checkpoints only for a state group with live tail (semantics 13.5).
   GroupSpec(GroupKind kind, int64_t block_size, std::optional<int64_t> sliding_window = {},
-            bool live_tail_alloc = false, std::optional<int64_t> attention_chunk_size = {});
+            bool live_tail_alloc = false, std::optional<int64_t> attention_chunk_size = {},
+            bool checkpoints = false);
 
   // The constructor's checks, for a spec whose public fields were changed since.
   void check() const;
@@ -31,6 +33,7 @@ struct GroupSpec {
   std::optional<int64_t> sliding_window;
   bool live_tail_alloc;
   std::optional<int64_t> attention_chunk_size;
+  bool checkpoints;
 
   bool operator==(const GroupSpec&) const = default;
 };

@@ -47,12 +47,23 @@ LIVETAIL_INLINE int64_t slid_out(int64_t f, int64_t W, int64_t B) {
   return d > 0 ? div(d, B) : 0;
 }
 
+// The live alignments of a state group with live tail (semantics 13.5, spec RUNNING and
+// CHECKPOINT): an acquire makes real its last new slot (and with checkpoints the one
+// before it), no resume pages.
+inline constexpr int64_t kRunning = -1;
+inline constexpr int64_t kCheckpoint = -2;
+
+// The window placement reads: W, or W + B for a checkpointed state group (A < -1).
+LIVETAIL_INLINE int64_t placement_window(int64_t W, int64_t B, int64_t A) {
+  return A < -1 ? W + B : W;
+}
+
 // m = A / B slots per alignment block (1 when live tail is off).
 LIVETAIL_INLINE int64_t period(int64_t A, int64_t B) { return A > 0 ? div(A, B) : 1; }
 
 // R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off).
 LIVETAIL_INLINE int64_t kept_per_period(int64_t W, int64_t B, int64_t A) {
-  return A > 0 ? min(resume_pages(W, B), div(A, B)) : 1;
+  return A > 0 ? min(resume_pages(W, B), div(A, B)) : (A < 0 ? 0 : 1);
 }
 
 // Tokens a table of this shape covers.
@@ -64,6 +75,7 @@ LIVETAIL_INLINE int64_t extent(int64_t slots, int64_t tail, int64_t B) { return 
 // live tail is off, when s is still inside the window at f, or when s is one of the last R
 // slots of its A-token block (a resume page of the boundary A * (s // m + 1)).
 LIVETAIL_INLINE bool live(int64_t s, int64_t f, int64_t W, int64_t B, int64_t A) {
+  if (A < 0) return s >= slid_out(f, placement_window(W, B, A), B);
   return A > 0
              ? (s >= slid_out(f, W, B) || mod(s, period(A, B)) >= period(A, B) - resume_pages(W, B))
              : true;
@@ -81,7 +93,7 @@ LIVETAIL_INLINE int64_t live_count(int64_t first, int64_t new_, int64_t f, int64
                                    int64_t A) {
   const int64_t m = period(A, B);
   const int64_t kept = kept_per_period(W, B, A);
-  const int64_t h = min(max(slid_out(f, W, B), first), first + new_);
+  const int64_t h = min(max(slid_out(f, placement_window(W, B, A), B), first), first + new_);
   return (first + new_ - h) + resume_count_below(h, m, kept) - resume_count_below(first, m, kept);
 }
 
@@ -113,7 +125,7 @@ LIVETAIL_INLINE int64_t blocks_needed(int64_t slots, int64_t tail, int64_t n, in
   if (n > tail) {  // take()
     const int64_t new_ = ceil_div(n - tail, B);
     const int64_t f = extent(slots, tail, B) + n;
-    return A > 0 ? live_count(slots, new_, f, W, B, A) : new_;
+    return A != 0 ? live_count(slots, new_, f, W, B, A) : new_;
   }
   return 0;
 }
@@ -141,7 +153,7 @@ LIVETAIL_INLINE int64_t held_after_chunk(int64_t f, int64_t F, int64_t W, int64_
   const int64_t v = ceil_div(f, B);
   const int64_t q = ceil_div(F, B);
   const int64_t kept = v - slid_out(f, W, B);
-  return kept + (A > 0 ? live_count(v, q - v, F, W, B, A) : q - v);
+  return kept + (A != 0 ? live_count(v, q - v, F, W, B, A) : q - v);
 }
 
 // The chunk end F in (f, min(f + C, N)] with the most pages held after the chunk from f.

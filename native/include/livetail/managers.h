@@ -27,7 +27,11 @@ class Manager {
   GroupKind kind() const noexcept { return kind_; }
   int64_t block_size() const noexcept { return B_; }
   int64_t sliding_window() const noexcept { return W_; }  // 0 for full, 2 for state
-  int64_t live_alloc_alignment() const noexcept { return A_; }
+  int64_t live_alloc_alignment() const noexcept { return A_ > 0 ? A_ : 0; }
+  // A state group with live tail (semantics 13.5: vLLM's Mamba "align" mode), with
+  // checkpoints or not.
+  bool live_tail_state() const noexcept { return A_ < 0; }
+  bool checkpoints() const noexcept { return A_ == geometry::kCheckpoint; }
   int64_t attention_chunk_size() const noexcept { return C_; }  // 0 unless chunked
 
   // Public entry points: validate (std::invalid_argument naming the argument, nothing
@@ -162,10 +166,13 @@ class SlidingWindowManager : public Manager {
                        int64_t live_alloc_alignment = 0);
 };
 
-// Mamba/SSM state: a sliding group with W = 2 and A = 0.
+// Mamba/SSM state: a sliding group with W = 2 and A = 0. With live tail (semantics 13.5) an
+// acquire makes real only its last new slot (A = geometry::kRunning), with checkpoints its
+// last two (A = geometry::kCheckpoint).
 class StateManager : public Manager {
  public:
-  explicit StateManager(int64_t block_size);
+  // Throws std::invalid_argument for checkpoints without live_tail.
+  explicit StateManager(int64_t block_size, bool live_tail = false, bool checkpoints = false);
 };
 
 // Chunked local attention (semantics section 13.2): the query at t reads

@@ -128,14 +128,31 @@ def _sliding(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
 
 
 def _state(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
-    """vLLM's MambaManager in mode "none": one state page per request."""
+    """vLLM's MambaManager. Mode "none": one state page per request. Mode "align" (prefix
+    caching): a state group with live tail (semantics 13.5), one real page per step for the
+    running state, plus the checkpoint one page behind it when the layers export prefill
+    checkpoints (``num_prefill_checkpoint_blocks``; vLLM writes one only where the
+    checkpoint alignment divides the block size)."""
     assert isinstance(spec, MambaSpec)
-    if spec.mamba_cache_mode != "none":
-        raise unsupported(f"Mamba cache mode {spec.mamba_cache_mode!r} (group {g})")
-    if spec.num_speculative_blocks or spec.num_prefill_checkpoint_blocks:
-        raise unsupported(f"Mamba speculative or checkpoint blocks (group {g})")
     _not_sliding(g, live)
-    return livetail.GroupSpec("state", spec.block_size)
+    if spec.mamba_cache_mode not in ("none", "align"):
+        raise unsupported(f"Mamba cache mode {spec.mamba_cache_mode!r} (group {g})")
+    if spec.mamba_cache_mode == "none":
+        if spec.num_speculative_blocks or spec.num_prefill_checkpoint_blocks:
+            raise unsupported(f"Mamba speculative or checkpoint blocks (group {g})")
+        return livetail.GroupSpec("state", spec.block_size)
+    if spec.num_speculative_blocks:
+        raise unsupported(f'Mamba "align" mode with speculative blocks (group {g})')
+    align = spec.prefill_checkpoint_alignment
+    checkpoints = spec.num_prefill_checkpoint_blocks > 0 and align is not None
+    if checkpoints and spec.block_size % align:
+        raise unsupported(
+            f'Mamba "align" mode with a prefill checkpoint alignment {align} that does not '
+            f"divide the block size {spec.block_size} (group {g})"
+        )
+    return livetail.GroupSpec(
+        "state", spec.block_size, live_tail_alloc=True, checkpoints=checkpoints
+    )
 
 
 def _refused(feature: str) -> _Mapper:

@@ -30,6 +30,7 @@ from ._groups import (
     retention_alignment,
     unsupported,
 )
+from ._mamba import align_groups, check_align_step, note_state_names, state_named_now
 from ._options import Residency, context_parallel_specs, reused_names
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
 
@@ -98,10 +99,11 @@ class KVCacheManager(_EventsAndStats, _View):
             group_specs(kv_cache_config, live), kv_cache_config, dcp_world_size, pcp_world_size
         )
         self._live_tail = any(s.live_tail_alloc for s in self.specs)
+        drafts = use_eagle or bool(num_prefill_lookahead)  # Mamba "align" mode (13.5):
+        self._align = align_groups(self.specs, hash_block_size, enable_caching, drafts)
+        self._align_named: set[int] = set()  # its state pages named this step
         if self._live_tail and (use_eagle or num_prefill_lookahead):
             raise self._live_tail_with_drafts("use_eagle" if use_eagle else "num_prefill_lookahead")
-        if enable_mamba_shared_prefix_checkpoint and any(s.kind == "state" for s in self.specs):
-            raise unsupported("Mamba shared-prefix checkpoints")
 
         self.kv_cache_config = kv_cache_config
         self.max_model_len = max_model_len
@@ -353,6 +355,9 @@ class KVCacheManager(_EventsAndStats, _View):
         tables = r.tables
         if match is not None and any(len(t) or t.is_bound for t in tables):
             raise unsupported("a prefix hit adopted by a request that holds blocks")
+        if match is not None and state_named_now(match, self._align, self._align_named):
+            self._forget_if_empty(rid)  # vLLM's cached_blocks_this_step (semantics 13.5)
+            return None
 
         local = request.num_computed_tokens + num_new_computed_tokens
         total = min(local, self.max_model_len)
@@ -392,6 +397,8 @@ class KVCacheManager(_EventsAndStats, _View):
                 extent = tables[0].extent
         more = target - extent
         new = self.empty_kv_cache_blocks
+        if self._align:
+            check_align_step(self.specs, self._align, extent, more, num_lookahead_tokens)
         if more > 0:
             # acquire is all or nothing and fails exactly when its need exceeds the free
             # pages: the charge check above, with no watermark, reserve or claim to add.
@@ -464,6 +471,8 @@ class KVCacheManager(_EventsAndStats, _View):
             return
         keys = self._keys_of(request)
         self._name_pages(r.tables, keys, n)
+        if self._align:
+            note_state_names(self._align_named, r, self.specs, self._align, self._base, n)
         r.named_keys = offered
         covered = offered * self._base
         for g, b in enumerate(self._block_sizes):
@@ -590,7 +599,7 @@ class KVCacheManager(_EventsAndStats, _View):
         return []
 
     def new_step_starts(self) -> None:
-        return None
+        self._align_named.clear()
 
     # -- pool-level calls that the core grows (kept apart so they swap in one place) ----
 
