@@ -324,7 +324,7 @@ def print_live_tail(rows: Sequence[LiveTailRow], out: Callable[[str], None]) -> 
         for label, r in (
             ("vLLM 0.33", row.vllm),
             ("adapter, live tail off", row.off),
-            ("adapter, live tail on", row.on),
+            ("adapter, live tail on (activation-read kernel)", row.on),
         ):
             out(
                 f"| {row.stream} | {row.pool} | {label} | {r.steps_text()} "

@@ -206,3 +206,13 @@ def test_live_tail_drains_a_shared_prefix_stream_vllm_wedges_on(live_rows: list[
     lt = row.on
     assert lt.drained and len(lt.steps) == 12 and lt.preemptions == 0
     assert lt.max_running == 5 and lt.peak_pages == 822 and lt.hit_tokens == 1024
+
+
+def test_readme_live_tail_table_is_the_ci_run(harness: Any, live_rows: list[Any]) -> None:
+    # The README's DeepSeek-V4 table is this run's, line for line.
+    lines: list[str] = []
+    harness.print_live_tail(live_rows, lines.append)
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index(lines[0])
+    assert readme[start:].splitlines()[: len(lines)] == lines
+    assert len(lines) == 2 + 3 * len(live_rows)
