@@ -155,9 +155,7 @@ def test_dsv4_runs_on_the_specs_vllm_builds(harness: Any) -> None:
     max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
     groups = harness.driver.kv_cache_config("dsv4", 900).kv_cache_groups
     specs = [g.kv_cache_spec for g in groups]
-    assert [type(s).__name__ for s in specs] == ["MLAAttentionSpec"] + [
-        "SlidingWindowMLASpec"
-    ] * 4
+    assert [type(s).__name__ for s in specs] == ["MLAAttentionSpec"] + ["SlidingWindowMLASpec"] * 4
     assert [s.block_size for s in specs] == [256, 64, 64, 4, 8]
     assert [getattr(s, "sliding_window", None) for s in specs] == [None, 128, 128, 8, 128]
     assert [s.head_size for s in specs] == [512, 512, 512, 2048, 1024]
@@ -216,3 +214,16 @@ def test_readme_live_tail_table_is_the_ci_run(harness: Any, live_rows: list[Any]
     start = readme.index(lines[0])
     assert readme[start:].splitlines()[: len(lines)] == lines
     assert len(lines) == 2 + 3 * len(live_rows)
+
+
+def test_admission_table_dsv4_rows(harness: Any) -> None:
+    # benchmarks/admission_table.py's DeepSeek-V4 rows at 3000 tokens (docs/vllm_side_by_side.md):
+    # on vLLM's own specs the adapter's smallest admitting pool is vLLM's; with live tail on
+    # the two compressor-state groups, 344 blocks against 1232.
+    path = ROOT / "benchmarks" / "admission_table.py"
+    spec = importlib.util.spec_from_file_location("admission_table", path)
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    assert table.row("DeepSeek-V4 (vLLM's specs), live tail off", 3000) == (1232, 1232)
+    assert table.row("DeepSeek-V4, live tail on the compressor states", 3000) == (1232, 344)
