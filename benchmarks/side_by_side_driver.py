@@ -141,35 +141,94 @@ def layout_geometry(layout: str) -> tuple[int, int]:
     return reduce(lambda a, b: a * b // math.gcd(a, b), sizes), reduce(math.gcd, sizes)
 
 
-def kv_cache_config(layout: str, num_blocks: int, mla: bool) -> Any:
+# vLLM 0.33 runs DeepSeek-V4 with async scheduling (on by default for generation models),
+# so every engine step has up to two batches in flight: max_in_flight_tokens is twice the
+# step's token budget (VllmConfig.max_in_flight_tokens = max_concurrent_batches * budget).
+MAX_CONCURRENT_BATCHES = 2
+
+
+def dsv4_specs() -> list[Any]:
+    """DeepSeek-V4's KV-cache group specs as vLLM 0.33's model code builds them, at its
+    default fp8_ds_mla cache dtype (models/deepseek_v4): the MLA attention cache
+    (``DeepseekV4MLAAttention.get_kv_cache_spec``: head_dim 512, 584 bytes a token, 576-byte
+    alignment), the sliding-window cache of its attention layers (``DeepseekV4SWACache``:
+    B=64, the model's window of 128, no bounded replay: that is DeepSeek-V4.1's), and the
+    ratio-4 and ratio-128 compressor states (``CompressorStateCache``: float32, state_dim
+    2 * coff * 512 with coff 2 resp. 1, B=4 W=8 and B=8 W=128)."""
+    import torch
+    from vllm.v1.kv_cache_interface import (
+        MLAAttentionSpec,
+        SlidingWindowMLASpec,
+        get_kv_quant_mode,
+    )
+
+    head_dim, dtype = 512, "fp8_ds_mla"
+    mla = MLAAttentionSpec(
+        block_size=256,
+        num_kv_heads=1,
+        max_tp_shards=1,
+        head_size=head_dim,
+        dtype=torch.uint8,
+        tokens_per_state=4,
+        cache_dtype_str=dtype,
+        alignment=576,
+        model_version="deepseek_v4",
+        kv_quant_mode=get_kv_quant_mode(dtype),
+        state_content_bytes=584,
+    )
+    swa = SlidingWindowMLASpec(
+        bounded_replay=False,
+        block_size=64,
+        num_kv_heads=1,
+        max_tp_shards=1,
+        head_size=head_dim,
+        dtype=torch.uint8,
+        sliding_window=128,
+        cache_dtype_str=dtype,
+        state_content_bytes=584,
+        alignment=576,
+        model_version="deepseek_v4",
+        kv_quant_mode=get_kv_quant_mode(dtype),
+    )
+
+    def state(ratio: int, block_size: int) -> Any:
+        coff = 1 + (ratio == 4)
+        return SlidingWindowMLASpec(
+            block_size=block_size,
+            num_kv_heads=1,
+            max_tp_shards=1,
+            head_size=2 * coff * head_dim,
+            dtype=torch.float32,
+            sliding_window=coff * ratio,
+            alignment=576,
+        )
+
+    return [mla, swa, swa, state(4, 4), state(128, 8)]
+
+
+def kv_cache_config(layout: str, num_blocks: int) -> Any:
     import torch
     from vllm.v1.kv_cache_interface import (
         FullAttentionSpec,
         KVCacheConfig,
         KVCacheGroupSpec,
-        MLAAttentionSpec,
-        SlidingWindowMLASpec,
         SlidingWindowSpec,
     )
 
-    groups = []
-    mla_kw: dict[str, Any] = dict(num_kv_heads=1, max_tp_shards=1, head_size=512)
-    plain_kw: dict[str, Any] = dict(num_kv_heads=1, head_size=64, dtype=torch.float16)
-    for g, (kind, b, w) in enumerate(LAYOUTS[layout]):
-        spec: Any
-        if kind == "full" and mla:
-            spec = MLAAttentionSpec(
-                block_size=b, dtype=torch.uint8, model_version="deepseek_v4", **mla_kw
-            )
-        elif kind == "full":
-            spec = FullAttentionSpec(block_size=b, **plain_kw)
-        elif mla:
-            spec = SlidingWindowMLASpec(
-                block_size=b, dtype=torch.float32, sliding_window=w, **mla_kw
-            )
-        else:
-            spec = SlidingWindowSpec(block_size=b, sliding_window=w, **plain_kw)
-        groups.append(KVCacheGroupSpec([f"layer{g}"], spec))
+    specs: list[Any]
+    if layout == "dsv4":
+        specs = dsv4_specs()
+    else:
+        plain_kw: dict[str, Any] = dict(num_kv_heads=1, head_size=64, dtype=torch.float16)
+        specs = [
+            FullAttentionSpec(block_size=b, **plain_kw)
+            if kind == "full"
+            else SlidingWindowSpec(block_size=b, sliding_window=w, **plain_kw)
+            for kind, b, w in LAYOUTS[layout]
+        ]
+    for spec, (_, b, w) in zip(specs, LAYOUTS[layout]):
+        assert spec.block_size == b and getattr(spec, "sliding_window", None) == w, spec
+    groups = [KVCacheGroupSpec([f"layer{g}"], spec) for g, spec in enumerate(specs)]
     return KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=groups)
 
 
@@ -245,7 +304,6 @@ def make_manager(
     stream: Stream,
     max_model_len: int,
     live_tail: bool = False,
-    mla: bool = False,
     rules: Sequence[str] = (),
 ) -> Any:
     """impl "vllm": vLLM 0.33's KVCacheManager (with ``rules`` switched to livetail's);
@@ -253,11 +311,11 @@ def make_manager(
     _register()
     sched, hashb = layout_geometry(layout)
     kwargs = dict(
-        kv_cache_config=kv_cache_config(layout, num_blocks, mla and impl == "vllm"),
+        kv_cache_config=kv_cache_config(layout, num_blocks),
         max_model_len=max_model_len,
         scheduler_block_size=sched,
         hash_block_size=hashb,
-        max_in_flight_tokens=stream.max_num_batched_tokens,
+        max_in_flight_tokens=MAX_CONCURRENT_BATCHES * stream.max_num_batched_tokens,
         enable_caching=True,
     )
     if impl == "vllm":

@@ -8,19 +8,21 @@ requests and their prefix-hit tokens, the preempted and running requests, and th
 pinned per group during the forward and after the reclaim. Two runs agree when every step's
 record is equal.
 
-Layouts: ``full_swa`` (full attention B=16 + sliding window W=128 B=16) and ``dsv4``, the
-DeepSeek-V4 layout of vLLM issue #54703: MLA B=256 (full), two sliding-window groups B=64
-W=128, the ratio-4 compressor state B=4 W=8 and the ratio-128 compressor state B=8 W=128
-(vLLM 0.33 specs the compressor states as ``SlidingWindowMLASpec`` with those windows,
-``models/deepseek_v4/compressor.py``). vLLM's manager runs the MLA specs
-(``MLAAttentionSpec``, ``SlidingWindowMLASpec`` for the four others); the adapter runs the
-plain ``FullAttentionSpec`` / ``SlidingWindowSpec`` with the same page sizes and windows (it
-rejects MLA specs by name), and the harness checks that vLLM's manager gives the same trace
-on both spec flavours.
+Layouts: ``full_swa`` (full attention B=16 + sliding window W=128 B=16) and ``dsv4``,
+DeepSeek-V4 as vLLM 0.33 builds it (vLLM issue #54703; ``side_by_side_driver.dsv4_specs``):
+``MLAAttentionSpec`` B=256 and four ``SlidingWindowMLASpec`` groups, the attention layers'
+sliding-window cache B=64 W=128 twice, the ratio-4 compressor state B=4 W=8 and the
+ratio-128 compressor state B=8 W=128, with the model's sizes. Both managers run those specs.
+The managers are configured as vLLM 0.33 configures them by default: the whole-prompt
+admission check on (``scheduler_reserve_full_isl``) and async scheduling, so two batches in
+flight (``max_in_flight_tokens`` = 2 x the step budget; ``--batches 1`` for a synchronous
+scheduler). The loop itself settles each step before the next.
 
-Live tail (the second table): the adapter gives the compressor groups live-tail allocation.
-Valid only for compressor kernels that read the chunk being compressed from activations,
-never from its pages (README, "When live tail is safe"); vLLM's manager is unchanged.
+Live tail (the second table): the adapter with live tail off and on the compressor groups.
+Live tail is valid only for compressor kernels that read the chunk being compressed from
+activations, never from its pages (README, "When live tail is safe"); none of vLLM 0.33's
+does (every one reads the states ``_SAVE_PARTIAL_STATES_KERNEL`` wrote to the state cache),
+so those figures are what such a kernel would get. vLLM's manager is unchanged.
 
     python benchmarks/vllm_side_by_side.py --ci     # CI size (tests/test_vllm_side_by_side.py)
     python benchmarks/vllm_side_by_side.py --plot docs/vllm_side_by_side.png   # the docs' tables
@@ -35,8 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import side_by_side_driver as driver
 from side_by_side_driver import (
     LAYOUTS,
+    MAX_CONCURRENT_BATCHES,
     RULES,
     ReqSpec,
     Run,
@@ -147,21 +151,16 @@ class Agreement:
 def agreement_rows(ci: bool) -> list[Agreement]:
     rows = []
     for layout in LAYOUTS:
-        mla = layout == "dsv4"
         for stream in streams(layout, ci):
             max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
             for nb in pool_sizes(layout, ci):
                 args = (layout, nb, stream, max_len)
 
-                def vllm_run(mla: bool = mla, rules: Sequence[str] = (), args: Any = args) -> Run:
-                    m = make_manager("vllm", *args, mla=mla, rules=rules)
+                def vllm_run(rules: Sequence[str] = (), args: Any = args) -> Run:
+                    m = make_manager("vllm", *args, rules=rules)
                     return run_stream(m, args[2], args[0], "vLLM")
 
                 v = vllm_run()
-                if mla and differences(v, vllm_run(mla=False)):
-                    raise SystemExit(
-                        f"{layout}: vLLM's manager differs between MLA and plain specs"
-                    )
                 lt = run_stream(
                     make_manager("livetail", layout, nb, stream, max_len),
                     stream,
@@ -197,26 +196,30 @@ def print_agreement(rows: Sequence[Agreement], out: Callable[[str], None]) -> No
         )
 
 
-def admission_charges(layout: str, pool: int, ci: bool) -> list[tuple[str, int, int]]:
-    """(request, vLLM's charge, livetail's charge) per whole-prompt admission check.
+def admission_charges(layout: str, pool: int, ci: bool) -> list[tuple[str, int, int, int]]:
+    """(request, vLLM's whole-prompt charge, vLLM's first-chunk charge, livetail's charge) per
+    whole-prompt admission check.
 
     vLLM's manager (with livetail's rules, so both see the same states) charges
     ``get_num_blocks_to_allocate(..., apply_admission_cap=True)``, a sliding group at most
-    ceil((W - 1 + C) / B) + 1 pages; the adapter charges ``_charge(..., whole_prompt=True)``
-    (semantics 13.1), which counts the pages a prefix hit claims as held to the end.
+    ceil((W - 1 + C) / B) + 1 pages less the blocks a prefix hit covers; the same
+    ``allocate_slots`` call then charges the first chunk (``apply_admission_cap=False``), so
+    it admits only when both fit. The adapter charges ``_charge(..., whole_prompt=True)``:
+    semantics 13.1, counted before the claim of a hit (blocks_needed_for_prompt_after_claim),
+    which bounds its first chunk too.
     """
     stream = streams(layout, ci)[0]
     max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
-    out: dict[str, list[tuple[str, int]]] = {"vllm": [], "livetail": []}
-    current = [""]  # the request whose whole-prompt check is running
+    out: dict[str, list[tuple[str, int, int]]] = {"vllm": [], "livetail": []}
+    current: list[Any] = ["", 0]  # the request whose whole-prompt check runs, its chunk
     for impl in out:
         m = make_manager(impl, layout, pool, stream, max_len, rules=RULES if impl == "vllm" else ())
         seen = out[impl]
         allocate = m.allocate_slots
 
-        def allocate_slots(req: Any, *a: Any, _allocate: Any = allocate, **k: Any) -> Any:
-            current[0] = req.request_id if k.get("full_sequence_must_fit") else ""
-            return _allocate(req, *a, **k)
+        def allocate_slots(req: Any, n: int, *a: Any, _allocate: Any = allocate, **k: Any) -> Any:
+            current[:] = [req.request_id if k.get("full_sequence_must_fit") else "", n]
+            return _allocate(req, n, *a, **k)
 
         m.allocate_slots = allocate_slots
         if impl == "vllm":
@@ -226,7 +229,15 @@ def admission_charges(layout: str, pool: int, ci: bool) -> list[tuple[str, int, 
             def vllm_count(*a: Any, _count: Any = count, _seen: Any = seen, **k: Any) -> int:
                 n = int(_count(*a, **k))
                 if k.get("apply_admission_cap"):
-                    _seen.append((current[0], n))
+                    # The first chunk's charge, as the call makes it once this check passes.
+                    end = k["total_computed_tokens"] + current[1]
+                    first = {
+                        **k,
+                        "num_tokens": min(end, max_len),
+                        "num_tokens_main_model": end,
+                        "apply_admission_cap": False,
+                    }
+                    _seen.append((current[0], n, int(_count(*a, **first))))
                 return n
 
             co.get_num_blocks_to_allocate = vllm_count
@@ -236,28 +247,60 @@ def admission_charges(layout: str, pool: int, ci: bool) -> list[tuple[str, int, 
             def lt_charge(*a: Any, _charge: Any = charge, _seen: Any = seen, **k: Any) -> int:
                 n = int(_charge(*a, **k))
                 if k.get("whole_prompt"):
-                    _seen.append((current[0], n))
+                    _seen.append((current[0], n, n))
                 return n
 
             m._charge = lt_charge
         run_stream(m, stream, layout, impl)
-    if [r for r, _ in out["vllm"]] != [r for r, _ in out["livetail"]]:
+    if [r[0] for r in out["vllm"]] != [r[0] for r in out["livetail"]]:
         raise SystemExit(f"{layout} / pool {pool}: the admission checks differ in order")
-    return [(r, x, y) for (r, x), (_, y) in zip(out["vllm"], out["livetail"])]
+    return [(r, x, c, y) for (r, x, c), (_, y, _) in zip(out["vllm"], out["livetail"])]
 
 
-def live_tail_case(stream: Stream, pool: int) -> tuple[str, int, Run, Run]:
-    """vLLM's manager (MLA specs) and the adapter with live tail on the compressor groups."""
+@dataclass
+class LiveTailRow:
+    """One DeepSeek-V4 stream and pool: vLLM's manager, the adapter with live tail off, and
+    the adapter with live tail on the compressor-state groups."""
+
+    stream: str
+    pool: int
+    vllm: Run
+    off: Run
+    on: Run
+
+
+def charge_summary(charges: Sequence[tuple[str, int, int, int]]) -> str:
+    """How many checks the adapter charges above and below vLLM's whole-prompt charge, and
+    above and below what vLLM's call requires to admit (both of its checks)."""
+
+    def compare(pairs: list[tuple[int, int]]) -> str:
+        above = [y - x for x, y in pairs if y > x]
+        below = [x - y for x, y in pairs if y < x]
+        out = f"{len(above)} above"
+        if above:
+            out += f" (by {min(above)} to {max(above)} pages)"
+        out += f", {len(below)} below"
+        if below:
+            out += f" (by {min(below)} to {max(below)} pages)"
+        return out
+
+    whole = compare([(x, y) for _, x, _, y in charges])
+    both = compare([(max(x, c), y) for _, x, c, y in charges])
+    return f"{len(charges)} checks; against vLLM's charge: {whole}; against its two checks: {both}"
+
+
+def live_tail_case(stream: Stream, pool: int) -> LiveTailRow:
     layout = "dsv4"
     max_len = max(len(r.prompt) + r.max_tokens for r in stream.requests) + 1
-    v = run_stream(
-        make_manager("vllm", layout, pool, stream, max_len, mla=True), stream, layout, ""
-    )
-    lt = make_manager("livetail", layout, pool, stream, max_len, live_tail=True)
-    return stream.name, pool, v, run_stream(lt, stream, layout, "")
+
+    def run(impl: str, live_tail: bool = False) -> Run:
+        m = make_manager(impl, layout, pool, stream, max_len, live_tail=live_tail)
+        return run_stream(m, stream, layout, "")
+
+    return LiveTailRow(stream.name, pool, run("vllm"), run("livetail"), run("livetail", True))
 
 
-def live_tail_rows(ci: bool) -> list[tuple[str, int, Run, Run]]:
+def live_tail_rows(ci: bool) -> list[LiveTailRow]:
     cases: list[tuple[Stream, list[int]]] = [
         (long_prompt_stream(), [6959] if ci else [6959, 12000])
     ]
@@ -271,35 +314,42 @@ def live_tail_rows(ci: bool) -> list[tuple[str, int, Run, Run]]:
     return [live_tail_case(stream, nb) for stream, pools in cases for nb in pools]
 
 
-def print_live_tail(rows: Sequence[tuple[str, int, Run, Run]], out: Callable[[str], None]) -> None:
+def print_live_tail(rows: Sequence[LiveTailRow], out: Callable[[str], None]) -> None:
     out(
-        "| stream | pool | steps to drain (vLLM / adapter, live tail) | most running "
-        "| peak pages | preempted | finished |"
+        "| stream | pool | manager | steps to drain | finished | preempted | hit tokens "
+        "| most running | peak pages |"
     )
-    out("|---|---:|---|---|---|---|---|")
-    for name, nb, v, lt in rows:
-        out(
-            f"| {name} | {nb} | {v.steps_text()} / {lt.steps_text()} "
-            f"| {v.max_running} / {lt.max_running} | "
-            f"{v.peak_pages} / {lt.peak_pages} | {v.preemptions} / {lt.preemptions} | "
-            f"{v.finished}/{v.total_requests} / {lt.finished}/{lt.total_requests} |"
-        )
+    out("|---|---:|---|---|---|---:|---:|---:|---:|")
+    for row in rows:
+        for label, r in (
+            ("vLLM 0.33", row.vllm),
+            ("adapter, live tail off", row.off),
+            ("adapter, live tail on (activation-read kernel)", row.on),
+        ):
+            out(
+                f"| {row.stream} | {row.pool} | {label} | {r.steps_text()} "
+                f"| {r.finished}/{r.total_requests} | {r.preemptions} | {r.hit_tokens} "
+                f"| {r.max_running} | {r.peak_pages} |"
+            )
 
 
-def plot(rows: Sequence[tuple[str, int, Run, Run]], path: str) -> None:
+def plot(rows: Sequence[LiveTailRow], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(rows), figsize=(4 * len(rows), 3.2), squeeze=False)
-    for ax, (name, nb, v, lt) in zip(axes[0], rows):
-        ax.plot([s.pinned_total_forward for s in v.steps], label=f"vLLM ({v.steps_text()})", lw=1)
-        ax.plot(
-            [s.pinned_total_forward for s in lt.steps],
-            label=f"livetail, live tail ({lt.steps_text()})",
-            lw=1,
-        )
+    for ax, row in zip(axes[0], rows):
+        name, nb = row.stream, row.pool
+        for label, r in (
+            ("vLLM", row.vllm),
+            ("livetail", row.off),
+            ("livetail, live tail", row.on),
+        ):
+            ax.plot(
+                [s.pinned_total_forward for s in r.steps], label=f"{label} ({r.steps_text()})", lw=1
+            )
         ax.axhline(nb - 1, color="grey", lw=0.5, ls="--")
         ax.set_title(f"{name}, pool {nb}", fontsize=8)
         ax.set_xlabel("step", fontsize=8)
@@ -315,7 +365,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ci", action="store_true", help="small and deterministic (the test's size)")
     ap.add_argument("--plot", metavar="PNG", help="pinned pages over steps, live tail runs")
     ap.add_argument("--diffs", type=int, default=5, help="differing steps to print per run")
+    ap.add_argument(
+        "--batches",
+        type=int,
+        default=MAX_CONCURRENT_BATCHES,
+        help="concurrent batches (max_in_flight_tokens = batches * step budget): 2 with "
+        "vLLM's default async scheduling, 1 without",
+    )
     args = ap.parse_args(argv)
+    driver.MAX_CONCURRENT_BATCHES = args.batches
     rows = agreement_rows(args.ci)
     print("## Live tail off: vLLM's manager and the adapter, step by step\n")
     print_agreement(rows, print)
@@ -324,17 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"  {a.layout} / {a.stream} / pool {a.pool}: step {t} {fld}: vLLM {x} adapter {y}"
             )
-    print("\nWhole-prompt admission checks (first stream; adapter's charge minus vLLM's):")
+    print("\nWhole-prompt admission checks (first stream; the adapter's charge against vLLM's):")
     for layout in LAYOUTS:
         for nb in pool_sizes(layout, args.ci):
             charges = admission_charges(layout, nb, args.ci)
-            d = [(r, y - x) for r, x, y in charges if x != y]
-            extra = f", by {min(e for _, e in d)} to {max(e for _, e in d)} pages" if d else ""
-            reqs = sorted({r for r, _ in d}, key=lambda r: int(r[1:]))
-            print(
-                f"  {layout} / pool {nb}: {len(d)} of {len(charges)} differ{extra}"
-                + (f" (requests {' '.join(reqs)})" if d else "")
-            )
+            print(f"  {layout} / pool {nb}: {charge_summary(charges)}")
     lrows = live_tail_rows(args.ci)
     print("\n## Live tail on for the compressor groups (DeepSeek-V4 layout)\n")
     print_live_tail(lrows, print)

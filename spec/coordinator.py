@@ -6,14 +6,13 @@ GroupSpec (and KINDS) live in groups.py and are re-exported here.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 
 from . import batch as _batch
 from . import fork as _fork
 from . import geometry as geo
 from . import runs, slots
-from ._args import bounded, count, instance
+from ._args import count, instance
 from .detach import DetachedTables
 from .detach import detach as _detach
 from .detach import release_detached as _release_detached
@@ -34,12 +33,13 @@ from .managers import (
 from .plan import StepPlan, apply_step, plan_step
 from .pool import BlockPool
 from .prefix import Name, PrefixMatch, check_keys, check_token_ids
+from .prompt import PromptCharges
 from .table import BlockTable
 
 __all__ = ["KINDS", "Coordinator", "GroupSpec"]
 
 
-class Coordinator:
+class Coordinator(PromptCharges):
     """One manager per group spec (group id = index); live-tail groups aligned to ``alignment``.
 
     ``alignment`` (section 13.9): the token interval prefix hits land on, a positive multiple
@@ -197,29 +197,6 @@ class Coordinator:
         ts = self._check_tables(tables)
         return sum(
             m.blocks_needed_for_sequential(t, first_tokens, extra_tokens)
-            for m, t in zip(self._managers, ts)
-        )
-
-    def blocks_needed_for_prompt(
-        self,
-        tables: Sequence[BlockTable],
-        num_tokens: int,
-        max_chunk_tokens: int,
-        decode_tokens: int,
-    ) -> int:
-        """The whole-prompt charge (semantics 13.1): the sum over groups, O(1) per group.
-
-        Bounds the pages the request takes from the pool at any moment while it computes
-        num_tokens in chunks of at most max_chunk_tokens, reclaiming before each chunk, then
-        acquires decode_tokens; equals that peak for some chunking (tables reclaimed at
-        their extent, no page shared).
-        """
-        count("num_tokens", num_tokens)  # the counts first, then the tables (as native)
-        bounded("max_chunk_tokens", max_chunk_tokens, 1, sys.maxsize)
-        count("decode_tokens", decode_tokens)
-        ts = self._check_tables(tables)
-        return sum(
-            m.blocks_needed_for_prompt(t, num_tokens, max_chunk_tokens, decode_tokens)
             for m, t in zip(self._managers, ts)
         )
 

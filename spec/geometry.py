@@ -500,3 +500,80 @@ def blocks_needed_prompt_chunked(
         lambda: 0,
     )
     return ar.max(0, ar.max(chunks, dec) - held)
+
+
+# --- the whole-prompt charge, one dispatch per kind (semantics 13.1) ----------------------
+# Every caller (the managers, the claim charge below, the theorem) reaches a kind's closed
+# form through these, so the kind is branched on once. ``kind`` is a plain string (a
+# constant even when the numbers are Z3 terms); ``K`` is a chunked group's
+# attention_chunk_size (unused by the other kinds).
+
+
+def prompt_charge(
+    kind: str, slots: Num, tail: Num, n: Num, C: Num, decode: Num, W: Num, B: Num, A: Num,
+    K: Num, ar: Arith = INT,
+) -> Num:
+    """The whole-prompt charge of a group of this kind on a table of shape (slots, tail)."""
+    if kind == "full":  # reclaims nothing: the pages of the whole n + decode
+        return blocks_needed(slots, tail, n + decode, W, B, 0, ar)
+    if kind == "chunked":
+        return blocks_needed_prompt_chunked(slots, tail, n, C, decode, K, B, ar)
+    return blocks_needed_prompt(slots, tail, n, C, decode, W, B, A, ar)
+
+
+def prompt_held_at(kind: str, x: Num, W: Num, B: Num, K: Num, ar: Arith = INT) -> Num:
+    """Pages a table of extent x holds once reclaimed at x (what the charge counts from)."""
+    v = ceil_div(x, B, ar)
+    if kind == "full":
+        return v
+    if kind == "chunked":
+        return v - ar.min(ar.div(chunk_start(x, K, ar), B), v)
+    return v - slid_out(x, W, B, ar)
+
+
+def release_frontier(kind: str, j: Num, W: Num, B: Num, K: Num, ar: Arith = INT) -> Num:
+    """The least frontier at which reclaim releases slot j (its bound passes j); -1: never."""
+    if kind == "full":
+        return -1
+    if kind == "chunked":  # chunk_start(f) >= (j + 1) * B
+        return ceil_div((j + 1) * B, K, ar) * K
+    return (j + 1) * B + W - 1  # slid_out(f) >= j + 1
+
+
+def prompt_peak_from(
+    kind: str, x: Num, N: Num, C: Num, decode: Num, W: Num, B: Num, A: Num, K: Num,
+    ar: Arith = INT,
+) -> Num:
+    """The most pages a table holds at once from frontier x on (reclaimed at x, x <= N):
+    what it holds at x, or the worst chunk from a frontier in [x, N) and the decode."""
+    slots = ceil_div(x, B, ar)
+    held = prompt_held_at(kind, x, W, B, K, ar)
+    return held + prompt_charge(kind, slots, slots * B - x, N - x, C, decode, W, B, A, K, ar)
+
+
+def prompt_charge_after_claim(
+    kind: str, T: Num, shared: list[int], taken: Num, n: Num, C: Num, decode: Num, W: Num,
+    B: Num, A: Num, K: Num, ar: Arith = INT,
+) -> Num:
+    """The most free pages one group takes at once, counted before its claim, while a request
+    claims a hit of T tokens into a fresh table, then computes n tokens in chunks of at most
+    C (reclaiming at the frontier before each), then acquires ``decode`` tokens.
+
+    The claim takes ``taken`` free pages (its pages nobody held, and one per slot loaded from
+    the host); ``shared`` lists, ascending, the claimed slots whose page another holder
+    pins, which give the pool nothing back when reclaim releases them. After the reclaim at
+    a frontier f the pool has given up what the table holds less the shared pages it still
+    holds; between two consecutive release frontiers of shared slots that count is fixed,
+    so the worst moment is the worst chunk from one of those frontiers on (prompt_peak_from)
+    less the shared pages held there. O(len(shared)).
+    """
+    N = T + n
+    best = ar.max(taken, prompt_peak_from(kind, T, N, C, decode, W, B, A, K, ar) - len(shared))
+    for i, j in enumerate(shared):
+        r = release_frontier(kind, j, W, B, K, ar)
+        if r < 0 or r > N:  # this slot and every one above it are held to the end
+            break
+        x = ar.max(T, r)
+        held_shared = len(shared) - (i + 1)
+        best = ar.max(best, prompt_peak_from(kind, x, N, C, decode, W, B, A, K, ar) - held_shared)
+    return best

@@ -8,6 +8,7 @@ closed forms (``geometry.blocks_needed``); the differential test holds the two t
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from . import geometry as geo
 from . import runs, slots
@@ -209,11 +210,37 @@ class _Manager:
         return self._prompt(t, n, C, d)
 
     def _prompt(self, t: BlockTable, n: int, C: int, d: int) -> int:
-        s, tail = len(t.slots), t.tail_available
-        if self.kind == "full":
-            return int(geo.blocks_needed(s, tail, n + d, self._window(), self._B, 0))
         return int(
-            geo.blocks_needed_prompt(s, tail, n, C, d, self._window(), self._B, self._A)
+            geo.prompt_charge(
+                self.kind, len(t.slots), t.tail_available, n, C, d, self._window(), self._B,
+                self._A, self._chunk(),
+            )
+        )
+
+    def _chunk(self) -> int:
+        """A chunked group's attention_chunk_size (0 for the other kinds)."""
+        return 0
+
+    def prompt_after_claim(
+        self, T: int, pages: list[int], host_pages: list[int], ref: Callable[[int], int],
+        n: int, C: int, d: int,
+    ) -> int:
+        """This group's part of Coordinator.blocks_needed_for_prompt_after_claim: a claim of
+        ``pages`` (and ``host_pages`` loaded) at a hit of T tokens, then the prompt's n
+        tokens in chunks of at most C and d decode tokens; ``ref`` a page's holder count."""
+        if not geo.fits_int32(0, 0, self._B, T + n + d):
+            raise ValueError(
+                f"num_tokens + decode_tokens = {n + d} past a hit of {T} would make a table "
+                f"span more than {INT32_MAX} tokens"
+            )
+        taken = sum(1 for p in pages if p and slots.claim_takes(ref(p)))
+        taken += sum(1 for h in host_pages if h)
+        shared = [j for j, p in enumerate(pages) if p and not slots.claim_takes(ref(p))]
+        return int(
+            geo.prompt_charge_after_claim(
+                self.kind, T, shared, taken, n, C, d, self._window(), self._B, self._A,
+                self._chunk(),
+            )
         )
 
     # -- reclaim and free ----------------------------------------------------------------
@@ -412,10 +439,8 @@ class ChunkedLocalAttentionManager(_Manager):
     def _reclaim_bound(self, table: BlockTable, f: int) -> int:
         return int(geo.chunked_reclaim_bound(f, len(table.slots), self._C, self._B))
 
-    def _prompt(self, t: BlockTable, n: int, C: int, d: int) -> int:
-        # Section 13.1 for this kind: its own closed form (chunk_start replaces slid_out).
-        s, tail = len(t.slots), t.tail_available
-        return int(geo.blocks_needed_prompt_chunked(s, tail, n, C, d, self._C, self._B))
+    def _chunk(self) -> int:
+        return self._C
 
     def __repr__(self) -> str:
         return (

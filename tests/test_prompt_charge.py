@@ -245,3 +245,114 @@ def test_charge_on_a_claimed_table_is_the_worst_chunking_walked(impl: ModuleType
                     f += size
         _, c, tables = _claimed(impl)
         assert c.blocks_needed_for_prompt(tables, n, C, d) == worst, (n, C, d)  # type: ignore[attr-defined]
+
+
+# --- with a prefix hit: the charge counted before the claim -------------------------------
+
+# (name, group specs): every kind, live tail on and off, two groups of different page sizes.
+HIT_LAYOUTS = [
+    ("sliding-live+full", [("sliding", 2, 5, True), ("full", 8, None, False)]),
+    ("sliding+full", [("sliding", 2, 5, False), ("full", 4, None, False)]),
+    ("sliding-w9", [("sliding", 4, 9, False)]),
+    ("state+full", [("state", 4, None, False), ("full", 8, None, False)]),
+    ("chunked", [("chunked", 2, 8, False)]),
+]
+
+
+def _hit(impl: ModuleType, specs: list[tuple], first_past: int | None) -> tuple[object, ...]:
+    """A request whose 24-token prefix an earlier request named: the earlier one freed
+    (first_past None: every claimed page comes off the free queue) or still running at
+    frontier 24 + first_past, reclaimed there (its pages still in the window are shared)."""
+    pool = impl.BlockPool(512)
+    groups = []
+    for kind, B, W, live in specs:
+        if kind == "chunked":
+            groups.append(impl.GroupSpec(kind, B, attention_chunk_size=W))
+        elif kind == "sliding":
+            groups.append(impl.GroupSpec(kind, B, sliding_window=W, live_tail_alloc=live))
+        else:
+            groups.append(impl.GroupSpec(kind, B))
+    c = impl.Coordinator(groups, pool)
+    keys = impl.page_keys(list(range(24)), min(B for _, B, _, _ in specs))
+    first = c.new_tables()
+    for f in range(0, 24, 8):
+        c.reclaim_expired(first, f)
+        assert c.acquire(first, 8)
+        c.cache_full_blocks(first, keys, f + 8)
+    if first_past is None:
+        c.free(first)
+    elif first_past:
+        assert c.acquire(first, first_past)
+        c.reclaim_expired(first, 24 + first_past)
+    match = c.match_prefix(keys)
+    assert match.num_tokens == 24
+    held = set() if first_past is None else {p for t in first for p in t.page_ids() if p}
+    return pool, c, match, held
+
+
+@pytest.mark.parametrize(("name", "specs"), HIT_LAYOUTS, ids=[n for n, _ in HIT_LAYOUTS])
+@pytest.mark.parametrize("first_past", [None, 0, 2, 3, 6])
+def test_charge_after_a_claim_is_the_worst_chunking_walked(
+    impl: ModuleType, name: str, specs: list[tuple], first_past: int | None
+) -> None:
+    """Per group, the most free pages it takes at once (the pages its table holds that the
+    earlier request does not), from before the claim, over every chunking of n <= 6 tokens
+    (then the decode), walked on real tables: the charge is their sum, and bounds the pool's
+    own worst drop (equal to it with one group). Claimed pages the earlier request still
+    holds give nothing back when reclaimed."""
+    for n, C, d in itertools.product(range(0, 7), (1, 2, 5), (0, 2)):
+        per_group, pool_worst = [0] * len(specs), 0
+        for chunks in _compositions(n, C):
+            pool, c, match, held = _hit(impl, specs, first_past)
+            free0, f = pool.num_free, 24  # type: ignore[attr-defined]
+            tables = c.new_tables()  # type: ignore[attr-defined]
+            c.claim(tables, match)  # type: ignore[attr-defined]
+            for size in [0, *chunks, d]:
+                if size:
+                    c.reclaim_expired(tables, f)  # type: ignore[attr-defined]
+                    assert c.acquire(tables, size)  # type: ignore[attr-defined]
+                    f += size
+                pool_worst = max(pool_worst, free0 - pool.num_free)  # type: ignore[attr-defined]
+                for g, t in enumerate(tables):
+                    took = sum(1 for p in t.page_ids() if p and p not in held)
+                    per_group[g] = max(per_group[g], took)
+        _, c, match, _ = _hit(impl, specs, first_past)
+        got = c.blocks_needed_for_prompt_after_claim(match, n, C, d)  # type: ignore[attr-defined]
+        assert got == sum(per_group) >= pool_worst, (name, first_past, n, C, d, per_group)
+        if len(specs) == 1:
+            assert got == pool_worst
+
+
+def test_charge_after_a_claim_is_below_the_claim_plus_fresh_tables(impl: ModuleType) -> None:
+    """The composition it replaces (the claim's pages held to the end, the rest charged on
+    fresh tables) over-counts the claimed pages reclaim gives back before the peak."""
+    pool, c, match, _ = _hit(impl, HIT_LAYOUTS[0][1], None)
+    fresh = c.new_tables()  # type: ignore[attr-defined]
+    old = c.blocks_consumed_by_claim(match) + c.blocks_needed_for_prompt(  # type: ignore[attr-defined]
+        fresh, 40, 16, 0
+    )
+    new = c.blocks_needed_for_prompt_after_claim(match, 40, 16, 0)  # type: ignore[attr-defined]
+    # Sliding B=2 W=5 live tail (A=8): the claim takes slots 10, 11; the worst chunk from 24
+    # holds them, 16 tokens with 2 resume pages per 8 and the window: the fresh-table charge
+    # adds the two claimed pages again. Full B=8: 3 claimed pages + 5 new, in both.
+    assert (old, new) == (19, 17)
+    assert pool.num_free == 511  # type: ignore[attr-defined]  # read-only
+
+
+def test_charge_after_a_claim_arguments(impl: ModuleType) -> None:
+    pool, c, match, _ = _hit(impl, HIT_LAYOUTS[0][1], None)
+    for bad, err in ((-1, ValueError), (True, TypeError), (1.5, TypeError)):
+        with pytest.raises(err):
+            c.blocks_needed_for_prompt_after_claim(match, bad, 4, 0)  # type: ignore[attr-defined]
+        with pytest.raises(err):
+            c.blocks_needed_for_prompt_after_claim(match, 4, 4, bad)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError):
+        c.blocks_needed_for_prompt_after_claim(match, 4, 0, 0)  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        c.blocks_needed_for_prompt_after_claim([], 4, 4, 0)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError):  # past the int32 limit of the tables it reasons about
+        c.blocks_needed_for_prompt_after_claim(match, 2**31 - 30, 4, 8)  # type: ignore[attr-defined]
+    _, other, theirs, _ = _hit(impl, HIT_LAYOUTS[0][1], None)
+    with pytest.raises(ValueError):  # a match of another coordinator
+        c.blocks_needed_for_prompt_after_claim(theirs, 4, 4, 0)  # type: ignore[attr-defined]
+    assert pool.num_free == 511  # type: ignore[attr-defined]

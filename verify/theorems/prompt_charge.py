@@ -1,4 +1,5 @@
-"""Semantics 13.1: the whole-prompt charge bounds the peak of every chunking (bounded).
+"""Semantics 13.1: the whole-prompt charge bounds the peak of every chunking (bounded),
+from a table reclaimed at its extent and from a claimed prefix hit.
 
 Runs the spec's own managers (``reclaim_expired`` and ``acquire`` on real tables and a
 pool) over every configuration inside the stated bounds, every chunk (f, F) a chunking can
@@ -46,6 +47,84 @@ def _held(g: Group, e: int, top: int) -> tuple[dict[tuple[int, int], int], Any, 
     return held, mgr, table
 
 
+# The claimed case: smaller bounds (every (f, F) replays a coordinator's claim).
+CLAIM_B, CLAIM_W, CLAIM_M, CLAIM_N, CLAIM_CHUNKS = 2, 4, 2, 7, (1, 2, 5)
+
+
+def _claim_world(g: Group, T: int, past: int | None) -> tuple[Any, Any, Any, set[int]]:
+    """A spec coordinator whose group 0 is g (the others fix the lcm), a match of a T-token
+    prefix an earlier request named, and the pages that request still holds: none when it
+    was freed (past None), else those it holds at frontier T + past, reclaimed there."""
+    pool = spec.BlockPool(1 << 9)
+    c = spec.Coordinator([spec.GroupSpec(**kw) for kw in g.groups()], pool)
+    keys = spec.page_keys(list(range(T)), c.base_block_size)
+    first = c.new_tables()
+    assert c.acquire(first, T)
+    c.cache_full_blocks(first, keys, T)
+    if past is None:
+        c.free(first)
+    else:
+        assert c.acquire(first, past)
+        c.reclaim_expired(first, T + past)
+    match = c.match_prefix(keys)
+    assert match.num_tokens == T
+    held = set() if past is None else {p for t in first for p in t.page_ids() if p}
+    return pool, c, match, held
+
+
+def _claim_search() -> tuple[int, Values | None]:
+    """Group 0's free pages taken (the real pages its table holds that the earlier request
+    does not), counted before the claim: after the claim, and after reclaim_expired(f) then
+    acquire(F - f) from the claimed table for every chunk T <= f < F a chunking reaches,
+    against the group's part of blocks_needed_for_prompt_after_claim."""
+    cases = 0
+    top = CLAIM_N + max(DECODES)
+    for g in every_group(CLAIM_B, CLAIM_W, CLAIM_M):
+        lcm = max(g.B, g.m * g.B)
+        for T in (lcm, 2 * lcm):
+            for past in (None, 0, 1, g.B, g.B + (g.W or 2)):
+                pool, c, match, held = _claim_world(g, T, past)
+                took: dict[tuple[int, int], int] = {}
+
+                def taken(tables: Any, held: set[int] = held) -> int:
+                    return sum(1 for p in tables[0].page_ids() if p and p not in held)
+
+                for f in range(T, T + top):
+                    for F in range(f + 1, T + top + 1):
+                        _, c2, m2, _ = _claim_world(g, T, past)
+                        ts = c2.new_tables()
+                        c2.claim(ts, m2)
+                        took[(T, T)] = taken(ts)
+                        for a, b in ((T, f), (f, F)):
+                            c2.reclaim_expired(ts, a)
+                            assert c2.acquire(ts, b - a)
+                        took[(f, F)] = taken(ts)
+                mgr = c.managers[0]
+                pages, hps = match.pages[0], match.host_pages[0]
+                for n in range(0, CLAIM_N + 1):
+                    N = T + n
+                    for C in CLAIM_CHUNKS:
+                        reach = [v for (f, F), v in took.items() if F <= min(f + C, N)]
+                        for d in DECODES:
+                            cases += 1
+                            dec = [took[(N, N + d)]] if d else []
+                            peak = max([*reach, *dec])
+                            charge = mgr.prompt_after_claim(
+                                T, pages, hps, pool.ref_count, n, C, d
+                            )
+                            if charge != peak:
+                                return cases, {
+                                    **g.describe(),
+                                    "hit": T,
+                                    "earlier request past the hit": past,
+                                    "n": n,
+                                    "C": C,
+                                    "decode": d,
+                                    "problem": f"charge {charge}, worst chunking's {peak}",
+                                }
+    return cases, None
+
+
 def _search() -> tuple[int, Values | None]:
     cases = 0
     for g in every_group(MAX_B, MAX_W, MAX_M):
@@ -90,10 +169,16 @@ def _search() -> tuple[int, Values | None]:
     reclaim_expired(e + n) then acquire(decode), never exceed
     blocks_needed_for_prompt(n, C, decode), and the greatest of them equals it; without live
     tail (A = 0, decode 0) it is at most vLLM's cap ceil((W - 1 + C)/B) + 1 and at most
-    blocks_needed_for(n).""",
+    blocks_needed_for(n). With a prefix hit, for every kind with B <= 2, W <= 4, m <= 2, a
+    hit of one or two lcm pages an earlier request named (freed, or still holding its pages
+    at 0, 1, B or B + W tokens past the hit), every n <= 7, C in {1, 2, 5} and decode <= 2:
+    the free pages the group takes after its claim and after every reachable chunk and the
+    decode, counted before the claim (a page the earlier request holds is not taken), never
+    exceed its part of blocks_needed_for_prompt_after_claim, and the greatest equals it.""",
     """An engine that admits a prompt when its whole-prompt charge fits the free pages never
     runs out of pages in the middle of its prefill, whatever chunk sizes up to C its steps
-    give it; and it is never charged more than vLLM's own admission check would charge.""",
+    give it, with or without a prefix hit; and without a hit it is never charged more than
+    vLLM's own admission check would charge.""",
     kills=("prompt-charge-largest-chunk",),
     bounded=True,
     cost=3,
@@ -101,3 +186,4 @@ def _search() -> tuple[int, Values | None]:
 )
 def prompt_charge_bounds_every_chunk(p: Prover) -> None:
     p.exhaust("every configuration within the bounds", _search)
+    p.exhaust("every claimed table within the bounds", _claim_search)

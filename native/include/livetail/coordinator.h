@@ -94,6 +94,12 @@ class Coordinator {
   // Sum over groups of Manager::blocks_needed_for_prompt (semantics 13.1), read-only.
   int64_t blocks_needed_for_prompt(std::span<BlockTable* const> tables, int64_t num_tokens,
                                    int64_t max_chunk_tokens, int64_t decode_tokens) const;
+  // The whole-prompt charge of a request that first claims `match` into fresh tables: the
+  // most free pages the pool gives up at once, the claim's own included (a claimed page
+  // another holder pins gives nothing back when reclaimed). Sum over groups, read-only.
+  int64_t blocks_needed_for_prompt_after_claim(const PrefixMatch& match, int64_t num_tokens,
+                                               int64_t max_chunk_tokens,
+                                               int64_t decode_tokens) const;
   int64_t reclaim_expired(std::span<BlockTable* const> tables, int64_t num_computed_tokens);
   int64_t free(std::span<BlockTable* const> tables);
 

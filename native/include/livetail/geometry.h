@@ -9,8 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #define LIVETAIL_INLINE [[gnu::always_inline]] inline constexpr
+
+namespace livetail {
+enum class GroupKind : uint8_t { full, sliding, state, chunked };
+}  // namespace livetail
 
 namespace livetail::geometry {
 
@@ -286,6 +291,67 @@ LIVETAIL_INLINE int64_t blocks_needed_prompt_chunked(int64_t slots, int64_t tail
 // Slots behind the boundary of b slots that a request resuming there reads: b mod (C / B).
 LIVETAIL_INLINE int64_t chunked_resume_pages(int64_t b, int64_t C, int64_t B) {
   return mod(b, div(C, B));
+}
+
+
+// --- the whole-prompt charge, one dispatch per kind (semantics 13.1) ----------------------
+// Mirrors of spec/geometry.py's section of the same name: every caller reaches a kind's
+// closed form through these. K is a chunked group's attention_chunk_size.
+
+// The whole-prompt charge of a group of this kind on a table of shape (slots, tail).
+LIVETAIL_INLINE int64_t prompt_charge(GroupKind kind, int64_t slots, int64_t tail, int64_t n,
+                                      int64_t C, int64_t decode, int64_t W, int64_t B, int64_t A,
+                                      int64_t K) {
+  if (kind == GroupKind::full) return blocks_needed(slots, tail, n + decode, W, B, 0);
+  if (kind == GroupKind::chunked)
+    return blocks_needed_prompt_chunked(slots, tail, n, C, decode, K, B);
+  return blocks_needed_prompt(slots, tail, n, C, decode, W, B, A);
+}
+
+// Pages a table of extent x holds once reclaimed at x (what the charge counts from).
+LIVETAIL_INLINE int64_t prompt_held_at(GroupKind kind, int64_t x, int64_t W, int64_t B,
+                                       int64_t K) {
+  const int64_t v = ceil_div(x, B);
+  if (kind == GroupKind::full) return v;
+  if (kind == GroupKind::chunked) return v - min(div(chunk_start(x, K), B), v);
+  return v - slid_out(x, W, B);
+}
+
+// The least frontier at which reclaim releases slot j (its bound passes j); -1: never.
+LIVETAIL_INLINE int64_t release_frontier(GroupKind kind, int64_t j, int64_t W, int64_t B,
+                                         int64_t K) {
+  if (kind == GroupKind::full) return -1;
+  if (kind == GroupKind::chunked) return ceil_div((j + 1) * B, K) * K;
+  return (j + 1) * B + W - 1;
+}
+
+// The most pages a table holds at once from frontier x <= N on (reclaimed at x).
+LIVETAIL_INLINE int64_t prompt_peak_from(GroupKind kind, int64_t x, int64_t N, int64_t C,
+                                         int64_t decode, int64_t W, int64_t B, int64_t A,
+                                         int64_t K) {
+  const int64_t slots = ceil_div(x, B);
+  const int64_t held = prompt_held_at(kind, x, W, B, K);
+  return held + prompt_charge(kind, slots, slots * B - x, N - x, C, decode, W, B, A, K);
+}
+
+// The most free pages one group takes at once, counted before its claim of a T-token hit
+// (which takes `taken` free pages; `shared`, ascending: the claimed slots another holder
+// pins), then n tokens in chunks of at most C and a decode acquire. O(shared.size()).
+LIVETAIL_INLINE int64_t prompt_charge_after_claim(GroupKind kind, int64_t T,
+                                                  std::span<const int64_t> shared, int64_t taken,
+                                                  int64_t n, int64_t C, int64_t decode, int64_t W,
+                                                  int64_t B, int64_t A, int64_t K) {
+  const int64_t N = T + n;
+  const auto S = static_cast<int64_t>(shared.size());
+  int64_t best = max(taken, prompt_peak_from(kind, T, N, C, decode, W, B, A, K) - S);
+  for (int64_t i = 0; i < S; ++i) {
+    const int64_t r = release_frontier(kind, shared[static_cast<size_t>(i)], W, B, K);
+    if (r < 0 || r > N) break;  // this slot and every one above it are held to the end
+    const int64_t x = max(T, r);
+    const int64_t held_shared = S - (i + 1);
+    best = max(best, prompt_peak_from(kind, x, N, C, decode, W, B, A, K) - held_shared);
+  }
+  return best;
 }
 
 }  // namespace livetail::geometry

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -12,8 +13,6 @@
 #include "livetail/table.h"
 
 namespace livetail {
-
-enum class GroupKind : uint8_t { full, sliding, state, chunked };
 
 // "full", "sliding", "state", "chunked".
 const char* kind_name(GroupKind kind) noexcept;
@@ -45,6 +44,12 @@ class Manager {
   // at most max_chunk_tokens (>= 1), reclaiming before each, then acquires decode_tokens.
   inline int64_t blocks_needed_for_prompt(const BlockTable& table, int64_t num_tokens,
                                           int64_t max_chunk_tokens, int64_t decode_tokens) const;
+  // This group's part of Coordinator::blocks_needed_for_prompt_after_claim: a claim of
+  // `pages` (and the slots `host_pages` serves) at a hit of T tokens, then the prompt's n
+  // tokens in chunks of at most C (>= 1) and d decode tokens; `ref` the pool's holder counts.
+  int64_t prompt_after_claim(int64_t T, std::span<const int32_t> pages,
+                             std::span<const int32_t> host_pages, std::span<const int32_t> ref,
+                             int64_t n, int64_t C, int64_t d) const;
   inline int64_t reclaim_expired(BlockPool& pool, BlockTable& table,
                                  int64_t num_computed_tokens) const;
   int64_t blocks_reclaimable_at(const BlockTable& table, int64_t num_computed_tokens,
@@ -228,13 +233,8 @@ inline int64_t Manager::blocks_needed_for_prompt(const BlockTable& t, int64_t nu
   check_fits(slots, tail, num_tokens, "num_tokens");
   check_fits(slots, tail, decode_tokens, "decode_tokens");
   check_fits(slots, tail, num_tokens + decode_tokens, "num_tokens + decode_tokens");
-  if (kind_ == GroupKind::full)
-    return geometry::blocks_needed(slots, tail, num_tokens + decode_tokens, W_, B_, 0);
-  if (kind_ == GroupKind::chunked)
-    return geometry::blocks_needed_prompt_chunked(slots, tail, num_tokens, max_chunk_tokens,
-                                                  decode_tokens, C_, B_);
-  return geometry::blocks_needed_prompt(slots, tail, num_tokens, max_chunk_tokens, decode_tokens,
-                                        W_, B_, A_);
+  return geometry::prompt_charge(kind_, slots, tail, num_tokens, max_chunk_tokens, decode_tokens,
+                                 W_, B_, A_, C_);
 }
 
 inline int64_t Manager::reclaim_expired(BlockPool& pool, BlockTable& t,

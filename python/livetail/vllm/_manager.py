@@ -263,14 +263,10 @@ class KVCacheManager(_EventsAndStats, _View):
         chunk = max(1, self.max_in_flight_tokens)
         if match is not None:
             rest = max(0, num_tokens - match.num_tokens)
+            if whole_prompt:  # the claim's pages included, counted before it (13.1)
+                return int(c.blocks_needed_for_prompt_after_claim(match, rest, chunk, 0))
             # Exact on fresh tables: a match ends on a multiple of the lcm (semantics 6, 8).
-            # The whole-prompt charge counts the claimed pages as held to the end, so it is
-            # exact up to the claimed pages reclaimed before the peak (docs/decisions.md).
-            rest_charge = (
-                c.blocks_needed_for_prompt(self._fresh, rest, chunk, 0)
-                if whole_prompt
-                else c.blocks_needed_for(self._fresh, rest)
-            )
+            rest_charge = c.blocks_needed_for(self._fresh, rest)
             return int(c.blocks_consumed_by_claim(match)) + int(rest_charge)
         n = max(0, num_tokens - self._extent(tables))
         if whole_prompt:
