@@ -81,18 +81,25 @@ def _not_sliding(g: int, live: bool) -> None:
 
 
 def _full(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
-    """vLLM's FullAttentionManager: every token keeps its slot. A ``sliding_window`` on a
-    full-attention spec (the hybrid allocator off) is computed by the kernel only: vLLM's
-    manager allocates and keeps every token's slot, and so does this group. ``non_causal``
-    changes the engine's scheduling policy only, not the layout."""
+    """vLLM's FullAttentionManager: every token keeps its slot. A ``sliding_window`` or an
+    ``attention_chunk_size`` on a full-attention spec (vLLM promotes sliding and chunked
+    layers so when the hybrid allocator is off) is computed by the kernel only: vLLM puts
+    those layers in one group with the full-attention layers, its manager allocates and keeps
+    every token's slot, and so does this group (docs/decisions.md, "Chunked local
+    attention"). ``non_causal`` changes the engine's scheduling policy only, not the layout."""
     assert isinstance(spec, FullAttentionSpec)
-    if spec.attention_chunk_size is not None:
-        raise unsupported(
-            f"chunked local attention (group {g}: FullAttentionSpec(attention_chunk_size="
-            f"{spec.attention_chunk_size}); needs a 'chunked' group kind in the core)"
-        )
     _not_sliding(g, live)
     return livetail.GroupSpec("full", spec.block_size)
+
+
+def _chunked(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+    """vLLM's ChunkedLocalAttentionManager: livetail's kind ``chunked`` (semantics 13.2),
+    whose hit and reclaim rules are that manager's."""
+    assert isinstance(spec, ChunkedLocalAttentionSpec)
+    _not_sliding(g, live)
+    return livetail.GroupSpec(
+        "chunked", spec.block_size, attention_chunk_size=spec.attention_chunk_size
+    )
 
 
 def _sink_full(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
@@ -154,9 +161,7 @@ SPEC_KINDS: dict[type[KVCacheSpec], _Mapper] = {
     SlidingWindowSpec: _sliding,
     SlidingWindowMLASpec: _sliding,
     MambaSpec: _state,
-    ChunkedLocalAttentionSpec: _refused(
-        "chunked local attention (needs a 'chunked' group kind in the core)"
-    ),
+    ChunkedLocalAttentionSpec: _chunked,
     CrossAttentionSpec: _refused("cross attention (encoder-decoder models)"),
     EncoderOnlyAttentionSpec: _refused("encoder-only attention groups"),
     RSWASpec: _refused("reference sliding window (R-SWA: gap pages between prompt and window)"),
