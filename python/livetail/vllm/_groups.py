@@ -253,18 +253,26 @@ def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) ->
 def drop_eagle_block(
     c: livetail.Coordinator, keys: list[bytes], match: livetail.PrefixMatch, lcm: int, per_key: int
 ) -> livetail.PrefixMatch:
-    """vLLM's drop_eagle_block: match over the keys, then drop the last lcm of the hit.
+    """vLLM's drop_eagle_block: match over the keys, then drop the last step of the hit.
 
-    The hit is T - L (L the lcm of the page sizes, vLLM's scheduler block size) for the
-    greatest boundary T that both T and T - L are resumable at. For a full group T's pages
-    contain T - L's; for a sliding group that is the run of pages behind T - L plus the
-    page(s) up to T: one page longer than a hit at T - L alone needs, as vLLM's
-    SlidingWindowManager asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
+    The step is the coordinator's alignment A (semantics 13.9: the lcm L of the page sizes,
+    vLLM's scheduler block size, unless vLLM's retention interval sets a multiple of it), as
+    hits land only on multiples of A: the hit is T - A for the greatest boundary T that both
+    T and T - A are resumable at (semantics 13.3 with A for L). For a full group T's pages
+    contain T - A's; for a sliding group that is the run of pages behind T - A plus the
+    page(s) up to T: longer than a hit at T - A alone needs, as vLLM's SlidingWindowManager
+    asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
+
+    Each turn either returns or moves T down to the greatest resumable boundary below T - A,
+    so it matches at most once per multiple of A below the first hit.
     """
+    step = int(c.alignment)
+    if step % lcm:
+        raise ValueError(f"the coordinator's alignment {step} is not a multiple of the lcm {lcm}")
     t = int(match.num_tokens)
-    while t > lcm:
-        below = c.match_prefix(keys[: (t - lcm) // per_key])
-        if int(below.num_tokens) == t - lcm:
+    while t > step:
+        below = c.match_prefix(keys[: (t - step) // per_key])
+        if int(below.num_tokens) == t - step:
             return below
-        t = int(below.num_tokens)  # the greatest resumable boundary below t - lcm
+        t = int(below.num_tokens)  # the greatest resumable boundary below t - A
     return c.match_prefix([])
