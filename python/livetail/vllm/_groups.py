@@ -123,8 +123,9 @@ def _sliding(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
     assert isinstance(spec, SlidingWindowSpec)
     if isinstance(spec, SlidingWindowMLASpec) and spec.bounded_replay:
         raise unsupported(
-            f"bounded replay (group {g}: SlidingWindowMLASpec(bounded_replay=True) is a group "
-            "outside prefix caching, which the core has no kind for)"
+            f"bounded replay (group {g}: SlidingWindowMLASpec(bounded_replay=True) takes no "
+            "part in prefix caching, and a hit must give it fresh pages for the window the "
+            "engine replays; the core's claim only shares named pages)"
         )
     return livetail.GroupSpec(
         "sliding",
