@@ -4,12 +4,14 @@
 # on vLLM's KV-cache manager (the baseline) and on livetail.vllm.KVCacheManager (the adapter),
 # then scripts/vllm_stage1.py compares the two outcome files (README: "Under vLLM's scheduler").
 #
-#   scripts/vllm_env.sh DIR [build | configs | baseline | adapter | check | unit | all]  (default: all)
+#   scripts/vllm_env.sh DIR [build | configs | modelinfos | baseline | adapter | check | unit | all]
+#   (default: all)
 #
 # DIR holds everything it makes, nothing of it is committed: venv/ (CPython 3.11, torch
 # 2.13.0, vllm 0.33.0 without its dependencies, the pinned set the tests need, livetail from
 # this checkout), cache/ (vLLM's 0.33.0 source distribution, of which only tests/ is used),
-# hf/ (a Hugging Face cache of config.json files only), results/ (junit xml per run, logs).
+# hf/ (a Hugging Face cache of config.json files, and llava's special tokens), vllm-cache/
+# (vLLM's model-info records, see model_infos), results/ (junit xml per run, logs).
 # PYTHON overrides the interpreter (default: the newest CPython 3.11 of pyenv).
 # "unit" runs livetail's own tests of livetail.vllm (tests/test_vllm_*.py) in that venv.
 # "all" builds, runs the two runs of vLLM's tests side by side (one core each), the check,
@@ -17,13 +19,14 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-[ $# -ge 1 ] || { echo "usage: $0 DIR [build|configs|baseline|adapter|check|unit|all]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 DIR [build|configs|modelinfos|baseline|adapter|check|unit|all]" >&2; exit 2; }
 mkdir -p "$1"
 dir="$(cd "$1" && pwd)"
 what="${2:-all}"
 
 VLLM_VERSION=0.33.0
 TORCH_VERSION=2.13.0
+TORCHVISION_VERSION=0.28.0  # the release built against torch 2.13.0
 venv="$dir/venv"
 cache="$dir/cache"
 hf="$dir/hf"
@@ -136,6 +139,56 @@ for name, cfg in configs.items():
     snapshot = repo / "snapshots" / revision
     snapshot.mkdir(parents=True, exist_ok=True)
     (snapshot / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+# vLLM's StructuredOutputManager loads the model's tokenizer. transformers builds OPT's and
+# Qwen3's without a vocabulary file; llava's (Llama's SentencePiece) needs one: a tokenizer
+# with llava's special tokens at their ids and no other vocabulary (the tests pass token ids).
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+
+snapshot = hub / "models--llava-hf--llava-1.5-7b-hf" / "snapshots" / revision
+special = {"<unk>": 0, "<s>": 1, "</s>": 2, "<image>": 32000}
+Tokenizer(WordLevel(vocab=special, unk_token="<unk>")).save(str(snapshot / "tokenizer.json"))
+(snapshot / "tokenizer_config.json").write_text(json.dumps({
+    "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+    "unk_token": "<unk>", "pad_token": "<unk>", "model_max_length": 4096,
+}) + "\n")
+PY
+}
+
+model_infos() {
+  # vLLM inspects a model's architecture (its model registry's _ModelInfo: class-level flags
+  # such as supports_multimodal) by importing the model's module in a subprocess, and keeps
+  # the result in VLLM_CACHE_ROOT/modelinfos keyed by the module file's hash. llava's module
+  # imports transformers' pixtral image processor, which imports torchvision. torchvision's
+  # x86-64 wheels on PyPI are CUDA builds: their C++ ops cannot load on the CPU torch here,
+  # and the import then stops at the fake-kernel registrations of torchvision::nms and
+  # ::qnms, which torchvision does not guard. So the record is written here, by vLLM's own
+  # code, in a process that sees torchvision (kept out of the venv, in modelinfo-deps/, so
+  # the tests' transformers never imports it) with those two operators' schemas declared and
+  # no kernel (nothing calls them); the tests then read vLLM's record.
+  "$venv/bin/python" -m pip install --quiet --no-deps --target "$dir/modelinfo-deps" \
+    "torchvision==$TORCHVISION_VERSION"
+  env VLLM_TARGET_DEVICE=cpu VLLM_CACHE_ROOT="$dir/vllm-cache" PYTHONPATH="$dir/modelinfo-deps" \
+    "$venv/bin/python" - LlavaForConditionalGeneration Qwen3NextForCausalLM <<'PY'
+import sys
+from pathlib import Path
+
+import torch
+
+for op in ("nms", "qnms"):
+    torch.library.define(
+        f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor"
+    )
+from vllm.model_executor.models import registry
+
+for arch in sys.argv[1:]:
+    model = registry.ModelRegistry.models[arch]
+    path = Path(registry.__file__).parent / (model.module_name.rsplit(".", 1)[-1] + ".py")
+    info = registry._ModelInfo.from_model_cls(model.load_model_cls())
+    module_hash = model._get_modelinfo_module_hash(path)
+    model._save_modelinfo_to_cache(info, module_hash)
+    assert model._load_modelinfo_from_cache(module_hash) is not None, arch  # the tests' read
+    print(arch, "inspected:", model._get_cache_dir() / model._get_cache_filename())
 PY
 }
 
@@ -148,8 +201,11 @@ build() {
   "$venv/bin/python" -m pip install --quiet "torch==$TORCH_VERSION"
   "$venv/bin/python" -m pip install --quiet --no-deps "vllm==$VLLM_VERSION"
   "$venv/bin/python" -m pip install --quiet -r "$here/vllm_env_requirements.txt"
+  "$venv/bin/python" -m pip install --quiet --no-deps mistral_common==1.13.1 \
+    compressed-tensors==0.17.0
   fetch_tests
   write_configs
+  model_infos
   # Its own build directory: the checkout's default (build/{wheel_tag}) may be in use.
   "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps \
     -Cbuild-dir="$dir/livetail-build" "$repo"
@@ -162,6 +218,7 @@ run() {
   local start code=0
   start=$(date +%s)
   (cd "$src" && env VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1 HF_HOME="$hf" \
+    VLLM_CACHE_ROOT="$dir/vllm-cache" \
     LIVETAIL_VLLM_SWAP="$2" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     -p livetail.vllm_pytest -o junit_family=xunit1 --junitxml="$results/$1.xml" \
     "${TESTS[@]}") >"$results/$1.log" 2>&1 || code=$?
@@ -179,6 +236,7 @@ check() {
 case "$what" in
   build) build ;;
   configs) write_configs ;;
+  modelinfos) model_infos ;;
   baseline) run baseline 0 ;;
   adapter) run adapter 1 ;;
   check) check ;;

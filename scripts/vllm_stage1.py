@@ -7,8 +7,7 @@ Reads the two junit files scripts/vllm_env.sh writes (each test carries the prop
 
 1. every test that passed on vLLM's manager passes on the adapter, or is refused by
    livetail.vllm's named ``NotImplementedError`` for one of the ``EXEMPT`` features (KV
-   connectors, Mamba "align" mode, chunked local attention, cross attention, bounded
-   replay);
+   connectors, Mamba "align" mode, cross attention, bounded replay);
 2. every refusal names one of those features;
 3. every other test that fails on the adapter failed on vLLM's manager too, with the same
    exception type.
@@ -35,7 +34,6 @@ NIE = "livetail.vllm does not support"
 EXEMPT: dict[str, tuple[str, ...]] = {
     "KV connectors": ("KV connectors", "connector"),
     'Mamba "align" mode': ("Mamba cache mode 'align'", 'Mamba "align" mode'),
-    "chunked local attention": ("chunked local attention",),
     "cross attention": ("cross attention", "encoder tokens"),
     "bounded replay": ("bounded replay",),
 }

@@ -26,7 +26,6 @@ from vllm.v1.core.kv_cache_utils import (  # noqa: E402
     maybe_convert_block_hash,
 )
 from vllm.v1.kv_cache_interface import (  # noqa: E402
-    ChunkedLocalAttentionSpec,
     CrossAttentionSpec,
     FullAttentionSpec,
     KVCacheConfig,
@@ -97,13 +96,6 @@ def test_group_specs_map_full_and_sliding_with_live_tail_off_unless_opted_in():
 
 
 def test_group_specs_refuse_other_groups_by_name():
-    chunked = ChunkedLocalAttentionSpec(
-        block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32, attention_chunk_size=8
-    )
-    with pytest.raises(
-        NotImplementedError, match=r"chunked local attention .*group 0: ChunkedLocalAttentionSpec"
-    ):
-        adapter.group_specs(config(chunked))
     cross = CrossAttentionSpec(block_size=B, num_kv_heads=1, head_size=1, dtype=torch.float32)
     with pytest.raises(NotImplementedError, match=r"cross attention .*group 1: CrossAttentionSpec"):
         adapter.group_specs(config(full(), cross))

@@ -112,8 +112,8 @@ def test_the_table_refuses_by_name_what_no_livetail_kind_mirrors():
     )
     with pytest.raises(NotImplementedError, match="bounded replay"):
         adapter.group_specs(config(bounded))
-    with pytest.raises(NotImplementedError, match="chunked local attention"):
-        adapter.group_specs(config(full(attention_chunk_size=8)))
+    # vLLM's promoted chunked layers share the full-attention group: full, as in vLLM.
+    assert kinds(full(attention_chunk_size=8)) == [("full", None)]
     with pytest.raises(ValueError, match="sink_len 3 must be a positive multiple"):
         adapter.group_specs(config(SinkFullAttentionSpec(block_size=B, sink_len=3, **ATTN)))
 

@@ -81,18 +81,25 @@ def _not_sliding(g: int, live: bool) -> None:
 
 
 def _full(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
-    """vLLM's FullAttentionManager: every token keeps its slot. A ``sliding_window`` on a
-    full-attention spec (the hybrid allocator off) is computed by the kernel only: vLLM's
-    manager allocates and keeps every token's slot, and so does this group. ``non_causal``
-    changes the engine's scheduling policy only, not the layout."""
+    """vLLM's FullAttentionManager: every token keeps its slot. A ``sliding_window`` or an
+    ``attention_chunk_size`` on a full-attention spec (vLLM promotes sliding and chunked
+    layers so when the hybrid allocator is off) is computed by the kernel only: vLLM puts
+    those layers in one group with the full-attention layers, its manager allocates and keeps
+    every token's slot, and so does this group (docs/decisions.md, "Chunked local
+    attention"). ``non_causal`` changes the engine's scheduling policy only, not the layout."""
     assert isinstance(spec, FullAttentionSpec)
-    if spec.attention_chunk_size is not None:
-        raise unsupported(
-            f"chunked local attention (group {g}: FullAttentionSpec(attention_chunk_size="
-            f"{spec.attention_chunk_size}); needs a 'chunked' group kind in the core)"
-        )
     _not_sliding(g, live)
     return livetail.GroupSpec("full", spec.block_size)
+
+
+def _chunked(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
+    """vLLM's ChunkedLocalAttentionManager: livetail's kind ``chunked`` (semantics 13.2),
+    whose hit and reclaim rules are that manager's."""
+    assert isinstance(spec, ChunkedLocalAttentionSpec)
+    _not_sliding(g, live)
+    return livetail.GroupSpec(
+        "chunked", spec.block_size, attention_chunk_size=spec.attention_chunk_size
+    )
 
 
 def _sink_full(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
@@ -116,8 +123,9 @@ def _sliding(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
     assert isinstance(spec, SlidingWindowSpec)
     if isinstance(spec, SlidingWindowMLASpec) and spec.bounded_replay:
         raise unsupported(
-            f"bounded replay (group {g}: SlidingWindowMLASpec(bounded_replay=True) is a group "
-            "outside prefix caching, which the core has no kind for)"
+            f"bounded replay (group {g}: SlidingWindowMLASpec(bounded_replay=True) takes no "
+            "part in prefix caching, and a hit must give it fresh pages for the window the "
+            "engine replays; the core's claim only shares named pages)"
         )
     return livetail.GroupSpec(
         "sliding",
@@ -171,9 +179,7 @@ SPEC_KINDS: dict[type[KVCacheSpec], _Mapper] = {
     SlidingWindowSpec: _sliding,
     SlidingWindowMLASpec: _sliding,
     MambaSpec: _state,
-    ChunkedLocalAttentionSpec: _refused(
-        "chunked local attention (needs a 'chunked' group kind in the core)"
-    ),
+    ChunkedLocalAttentionSpec: _chunked,
     CrossAttentionSpec: _refused("cross attention (encoder-decoder models)"),
     EncoderOnlyAttentionSpec: _refused("encoder-only attention groups"),
     RSWASpec: _refused("reference sliding window (R-SWA: gap pages between prompt and window)"),
@@ -265,18 +271,26 @@ def retention_alignment(kv_cache_config: KVCacheConfig, specs: Sequence[Any]) ->
 def drop_eagle_block(
     c: livetail.Coordinator, keys: list[bytes], match: livetail.PrefixMatch, lcm: int, per_key: int
 ) -> livetail.PrefixMatch:
-    """vLLM's drop_eagle_block: match over the keys, then drop the last lcm of the hit.
+    """vLLM's drop_eagle_block: match over the keys, then drop the last step of the hit.
 
-    The hit is T - L (L the lcm of the page sizes, vLLM's scheduler block size) for the
-    greatest boundary T that both T and T - L are resumable at. For a full group T's pages
-    contain T - L's; for a sliding group that is the run of pages behind T - L plus the
-    page(s) up to T: one page longer than a hit at T - L alone needs, as vLLM's
-    SlidingWindowManager asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
+    The step is the coordinator's alignment A (semantics 13.9: the lcm L of the page sizes,
+    vLLM's scheduler block size, unless vLLM's retention interval sets a multiple of it), as
+    hits land only on multiples of A: the hit is T - A for the greatest boundary T that both
+    T and T - A are resumable at (semantics 13.3 with A for L). For a full group T's pages
+    contain T - A's; for a sliding group that is the run of pages behind T - A plus the
+    page(s) up to T: longer than a hit at T - A alone needs, as vLLM's SlidingWindowManager
+    asks cdiv(W - 1, B) + 1 contiguous blocks and pops one.
+
+    Each turn either returns or moves T down to the greatest resumable boundary below T - A,
+    so it matches at most once per multiple of A below the first hit.
     """
+    step = int(c.alignment)
+    if step % lcm:
+        raise ValueError(f"the coordinator's alignment {step} is not a multiple of the lcm {lcm}")
     t = int(match.num_tokens)
-    while t > lcm:
-        below = c.match_prefix(keys[: (t - lcm) // per_key])
-        if int(below.num_tokens) == t - lcm:
+    while t > step:
+        below = c.match_prefix(keys[: (t - step) // per_key])
+        if int(below.num_tokens) == t - step:
             return below
-        t = int(below.num_tokens)  # the greatest resumable boundary below t - lcm
+        t = int(below.num_tokens)  # the greatest resumable boundary below t - A
     return c.match_prefix([])
