@@ -12,6 +12,7 @@ from vllm.v1.kv_cache_interface import KVCacheSpec
 
 import livetail
 
+from . import _connector
 from ._groups import key_of, unsupported
 
 if TYPE_CHECKING:
@@ -74,12 +75,14 @@ class _BlockPoolView(_View):
 
     @property
     def blocks(self) -> list[KVCacheBlock]:
-        """vLLM's block objects, reference counts read from the pool now."""
-        counts = self._m.pool.ref_counts()
+        """vLLM's block objects, reference counts and hashes read from the pool now."""
         blocks = self._m._blocks
-        for p in range(1, len(blocks)):
-            blocks[p].ref_cnt = int(counts[p])
+        _connector.refresh(self._m, blocks)
         return blocks
+
+    @property
+    def cached_block_hash_to_block(self) -> _connector.HashToBlockView:
+        return _connector.HashToBlockView(self._m)
 
     def get_cached_block(
         self, block_hash: bytes, kv_cache_group_ids: list[int]
@@ -159,7 +162,10 @@ class _GroupView(_View):
     @property
     def req_to_blocks(self) -> dict[str, list[KVCacheBlock]]:
         g = self.kv_cache_group_id
-        return {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
+        out = {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
+        for blocks in out.values():
+            _connector.refresh(self._m, blocks)
+        return out
 
     @property
     def num_cached_block(self) -> dict[str, int]:
