@@ -162,8 +162,10 @@ def drive(specs: list[KVCacheSpec], column: str) -> None:
         r = _request(rid, tokens, base)
         blocks, hit, _ = m.get_computed_blocks(r)
         assert not (caching and rid == "b" and hit == 0), "the second request hits the first"
+        # The connector loads 16 tokens past the local hit (the first request's are all
+        # loaded: it has no hit), then half of the rest is computed.
         external = 16 if column == "KV connector" else 0
-        first = max(1, (n - hit) // 2)
+        first = max(1, (n - hit - external) // 2)
         got = m.allocate_slots(
             r,
             first,
@@ -173,7 +175,7 @@ def drive(specs: list[KVCacheSpec], column: str) -> None:
             num_external_computed_tokens=external,
         )
         assert got is not None, "the pool is large enough"
-        r.num_computed_tokens = hit + first
+        r.num_computed_tokens = hit + external + first
         m.remove_skipped_blocks(rid, r.num_computed_tokens)
         rest = n - r.num_computed_tokens
         assert m.allocate_slots(r, rest, num_lookahead_tokens=lookahead) is not None
