@@ -17,7 +17,6 @@ before the reclaim gives the slid-out ones back (docs/decisions.md, "KV connecto
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
@@ -217,14 +216,46 @@ def block_hash_of(m: KVCacheManager, page: int) -> bytes | None:
     return make_block_hash_with_group_id(BlockHash(m._hash_of_key.get(key, key)), group)
 
 
-def refresh(m: KVCacheManager, blocks: Iterable[KVCacheBlock]) -> None:
-    """Sets the blocks' reference counts and hashes to the pool's now (they are views)."""
-    pool = m.pool
-    for blk in blocks:
-        if blk.is_null:
-            continue
-        blk.ref_cnt = int(pool.ref_count(blk.block_id))
-        blk._block_hash = block_hash_of(m, blk.block_id)
+class LiveBlock(KVCacheBlock):
+    """vLLM's block object for one page: its reference count and hash are the pool's now.
+
+    vLLM's connectors and tests keep block objects and read ``ref_cnt`` and ``block_hash``
+    later (after an eviction, a free); these read the pool then. The manager is a class
+    attribute of the class ``live_blocks`` makes, so a block carries nothing beyond vLLM's.
+    Only vLLM's initial values may be written (the dataclass's ``__init__`` writes them).
+    """
+
+    _m: KVCacheManager
+
+    @property  # type: ignore[override]
+    def ref_cnt(self) -> int:
+        return 0 if self.is_null else int(self._m.pool.ref_count(self.block_id))
+
+    @ref_cnt.setter
+    def ref_cnt(self, value: int) -> None:
+        if value != 0:
+            raise unsupported("a block's reference count set outside the manager")
+
+    @property  # type: ignore[override]
+    def _block_hash(self) -> bytes | None:
+        return None if self.is_null else block_hash_of(self._m, self.block_id)
+
+    @_block_hash.setter
+    def _block_hash(self, value: object) -> None:
+        if value is not None:
+            raise unsupported("a block's hash set outside the manager")
+
+    @property
+    def block_hash(self) -> bytes | None:
+        return self._block_hash
+
+
+def live_blocks(m: KVCacheManager, num_blocks: int) -> list[KVCacheBlock]:
+    """One ``LiveBlock`` per page id of ``m``'s pool; page 0 is vLLM's null block too."""
+    cls = type("LiveBlock", (LiveBlock,), {"_m": m})
+    blocks: list[KVCacheBlock] = [cls(p) for p in range(num_blocks)]
+    blocks[0].is_null = True
+    return blocks
 
 
 class HashToBlockView:
@@ -238,7 +269,6 @@ class HashToBlockView:
             if h is None:
                 continue
             blk = m._blocks[p]
-            refresh(m, [blk])
             held = self._cache.get(h)
             if held is None:
                 self._cache[h] = blk

@@ -175,8 +175,7 @@ class KVCacheManager(_EventsAndStats, _View):
         self._new_block_ids: list[int] = []
 
         # vLLM's block objects, one per page id; page 0 is vLLM's null block too.
-        self._blocks = [KVCacheBlock(p) for p in range(kv_cache_config.num_blocks)]
-        self._blocks[0].is_null = True
+        self._blocks = _connector.live_blocks(self, kv_cache_config.num_blocks)
         self._reqs: dict[str, _Req] = {}
         self._matches: dict[str, livetail.PrefixMatch] = {}
         self._events: list[KVCacheEvent] = []

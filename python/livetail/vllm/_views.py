@@ -75,10 +75,8 @@ class _BlockPoolView(_View):
 
     @property
     def blocks(self) -> list[KVCacheBlock]:
-        """vLLM's block objects, reference counts and hashes read from the pool now."""
-        blocks = self._m._blocks
-        _connector.refresh(self._m, blocks)
-        return blocks
+        """vLLM's block objects; reference counts and hashes are the pool's when read."""
+        return self._m._blocks  # LiveBlocks: they read the pool when read
 
     @property
     def cached_block_hash_to_block(self) -> _connector.HashToBlockView:
@@ -162,10 +160,7 @@ class _GroupView(_View):
     @property
     def req_to_blocks(self) -> dict[str, list[KVCacheBlock]]:
         g = self.kv_cache_group_id
-        out = {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
-        for blocks in out.values():
-            _connector.refresh(self._m, blocks)
-        return out
+        return {rid: self._m._to_blocks(r.tables[g]) for rid, r in self._m._reqs.items()}
 
     @property
     def num_cached_block(self) -> dict[str, int]:
