@@ -136,6 +136,14 @@ class _BlockPoolView(_View):
     def evict_blocks(self, block_ids: set[int]) -> None:
         self._m.evict_blocks(block_ids)
 
+    def touch(self, blocks: Iterable[KVCacheBlock]) -> None:
+        # vLLM's simple CPU offload pins device pages by id for its copies, outside any
+        # request's tables; livetail's host tier pins them through plan_offload instead.
+        raise unsupported(
+            "KV connectors that pin device pages by id (BlockPool.touch: vLLM's simple CPU "
+            "offload; livetail's host tier offloads through plan_offload)"
+        )
+
     def take_events(self) -> list[KVCacheEvent]:
         return self._m.take_events()
 
