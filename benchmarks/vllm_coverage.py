@@ -163,12 +163,14 @@ def drive(specs: list[KVCacheSpec], column: str) -> None:
         r = _request(rid, tokens, base)
         blocks, hit, _ = m.get_computed_blocks(r)
         assert not (caching and rid == "b" and hit == 0), "the second request hits the first"
+        # The connector loads 16 tokens past the local hit (the first request's are all
+        # loaded: it has no hit), then half of the rest is computed.
         external = 16 if column == "KV connector" else 0
-        first = max(1, (n - hit) // 2)
+        first = max(1, (n - hit - external) // 2)
         if any(isinstance(s, MambaSpec) and s.mamba_cache_mode == "align" for s in specs):
             # vLLM's scheduler ends a Mamba "align" prefill chunk on a block boundary
             # (_mamba_block_aligned_split): the half, cut back to one, else all the rest.
-            first = first // lcm * lcm or n - hit
+            first = first // lcm * lcm or n - hit - external
         got = m.allocate_slots(
             r,
             first,
@@ -178,7 +180,7 @@ def drive(specs: list[KVCacheSpec], column: str) -> None:
             num_external_computed_tokens=external,
         )
         assert got is not None, "the pool is large enough"
-        r.num_computed_tokens = hit + first
+        r.num_computed_tokens = hit + external + first
         m.remove_skipped_blocks(rid, r.num_computed_tokens)
         rest = n - r.num_computed_tokens
         if rest:

@@ -32,7 +32,9 @@ cache="$dir/cache"
 hf="$dir/hf"
 results="$dir/results"
 src="$cache/vllm-$VLLM_VERSION"
-# vLLM's scheduler-level tests that run on CPU (scripts/vllm_stage1.py tabulates them per file).
+# vLLM's scheduler-level tests that run on CPU (scripts/vllm_stage1.py tabulates them per file):
+# tests/v1/core, spec_decode, and the scheduler-side files of tests/v1/kv_connector/unit that
+# import and run here (the others need nixl, ray, msgpack, mooncake or a GPU).
 TESTS=(
   tests/v1/core/test_scheduler.py
   tests/v1/core/test_async_scheduler.py
@@ -42,6 +44,18 @@ TESTS=(
   tests/v1/core/test_priority_preemption_bug.py
   tests/v1/core/test_prefix_replay.py
   tests/v1/spec_decode/test_dynamic_sd.py
+  tests/v1/kv_connector/unit/test_remote_prefill_lifecycle.py
+  tests/v1/kv_connector/unit/test_remote_decode_lifecycle.py
+  tests/v1/kv_connector/unit/test_kv_load_failure_recovery.py
+  tests/v1/kv_connector/unit/test_invalid_blocks_correctness.py
+  tests/v1/kv_connector/unit/test_cache_pollution_prevention.py
+  tests/v1/kv_connector/unit/test_error_propagation.py
+  tests/v1/kv_connector/unit/test_kv_connector_lifecycle.py
+  tests/v1/kv_connector/unit/test_scheduler_kv_connector_override.py
+  tests/v1/kv_connector/unit/test_offloading_connector.py
+  tests/v1/kv_connector/unit/test_simple_cpu_offload_connector.py
+  tests/v1/kv_connector/unit/test_nixl_simple_cpu_offload.py
+  tests/v1/kv_connector/unit/offloading_connector/test_scheduler.py
 )
 
 pick_python() {

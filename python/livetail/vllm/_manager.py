@@ -18,6 +18,7 @@ from vllm.v1.request import Request, RequestStatus
 
 import livetail
 
+from . import _connector
 from ._events import _EventsAndStats
 from ._groups import (
     KEY_BYTES,
@@ -175,8 +176,7 @@ class KVCacheManager(_EventsAndStats, _View):
         self._new_block_ids: list[int] = []
 
         # vLLM's block objects, one per page id; page 0 is vLLM's null block too.
-        self._blocks = [KVCacheBlock(p) for p in range(kv_cache_config.num_blocks)]
-        self._blocks[0].is_null = True
+        self._blocks = _connector.live_blocks(self, kv_cache_config.num_blocks)
         self._residency = Residency.of(metrics_collector, self._blocks, enable_caching)
         self._reqs: dict[str, _Req] = {}
         self._matches: dict[str, livetail.PrefixMatch] = {}
@@ -308,7 +308,7 @@ class KVCacheManager(_EventsAndStats, _View):
     def get_computed_blocks_for_connector(
         self, request: Request, max_cache_hit_length: int | None = None
     ) -> tuple[KVCacheBlocks, int, int, bool]:
-        raise unsupported("KV connectors (divergent hybrid hits)")
+        return _connector.get_computed_blocks_for_connector(self, request, max_cache_hit_length)
 
     def allocate_slots(
         self,
@@ -337,10 +337,16 @@ class KVCacheManager(_EventsAndStats, _View):
             raise ValueError("num_lookahead_tokens must be non-negative")
         if num_lookahead_tokens and self._live_tail:
             raise self._live_tail_with_drafts("num_lookahead_tokens")
-        if num_external_computed_tokens or delay_cache_blocks or skip_zeroing_group_ids:
-            raise unsupported("KV connectors (external computed tokens)")
         if num_encoder_tokens:
             raise unsupported("encoder tokens (cross attention)")
+        if num_external_computed_tokens or delay_cache_blocks or skip_zeroing_group_ids:
+            # A KV connector's arguments: their own path (_connector.py).
+            return _connector.allocate_slots(
+                self, request, num_new_tokens, num_new_computed_tokens, new_computed_blocks,
+                num_lookahead_tokens, num_external_computed_tokens, delay_cache_blocks,
+                full_sequence_must_fit, reserved_blocks, has_scheduled_reqs,
+                skip_zeroing_group_ids,
+            )  # fmt: skip
         rid = request.request_id
         match = (
             None
@@ -571,7 +577,7 @@ class KVCacheManager(_EventsAndStats, _View):
     def truncate_computed_blocks(
         self, blocks: KVCacheBlocks, num_computed_tokens: int
     ) -> KVCacheBlocks:
-        raise unsupported("KV connectors (truncated local hits)")
+        return _connector.truncate_computed_blocks(self, blocks, num_computed_tokens)
 
     def take_new_block_ids(self) -> list[int]:
         ids, self._new_block_ids[:] = list(self._new_block_ids), []

@@ -12,6 +12,7 @@ from vllm.v1.kv_cache_interface import KVCacheSpec
 
 import livetail
 
+from . import _connector
 from ._groups import key_of, unsupported
 
 if TYPE_CHECKING:
@@ -74,12 +75,12 @@ class _BlockPoolView(_View):
 
     @property
     def blocks(self) -> list[KVCacheBlock]:
-        """vLLM's block objects, reference counts read from the pool now."""
-        counts = self._m.pool.ref_counts()
-        blocks = self._m._blocks
-        for p in range(1, len(blocks)):
-            blocks[p].ref_cnt = int(counts[p])
-        return blocks
+        """vLLM's block objects; reference counts and hashes are the pool's when read."""
+        return self._m._blocks  # LiveBlocks: they read the pool when read
+
+    @property
+    def cached_block_hash_to_block(self) -> _connector.HashToBlockView:
+        return _connector.HashToBlockView(self._m)
 
     def get_cached_block(
         self, block_hash: bytes, kv_cache_group_ids: list[int]
@@ -134,6 +135,14 @@ class _BlockPoolView(_View):
 
     def evict_blocks(self, block_ids: set[int]) -> None:
         self._m.evict_blocks(block_ids)
+
+    def touch(self, blocks: Iterable[KVCacheBlock]) -> None:
+        # vLLM's simple CPU offload pins device pages by id for its copies, outside any
+        # request's tables; livetail's host tier pins them through plan_offload instead.
+        raise unsupported(
+            "KV connectors that pin device pages by id (BlockPool.touch: vLLM's simple CPU "
+            "offload; livetail's host tier offloads through plan_offload)"
+        )
 
     def take_events(self) -> list[KVCacheEvent]:
         return self._m.take_events()
