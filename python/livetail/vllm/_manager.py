@@ -30,24 +30,11 @@ from ._groups import (
     retention_alignment,
     unsupported,
 )
+from ._step import _Req, _StepPath
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
 
 
-class _Req:
-    """One request's tables (one per group) and what was named of them."""
-
-    __slots__ = ("cached_blocks", "named_keys", "tables")
-
-    def __init__(self, tables: list[livetail.BlockTable]) -> None:
-        self.tables = tables
-        self.cached_blocks = [0] * len(tables)  # per group: full slots named so far
-        # Keys offered to cache_full_blocks so far (its num_tokens // base, capped by the
-        # keys): a call offering no more names nothing (the tables' naming cursors are at
-        # least there), so it is skipped.
-        self.named_keys = 0
-
-
-class KVCacheManager(_EventsAndStats, _View):
+class KVCacheManager(_StepPath, _EventsAndStats, _View):
     """vLLM 0.33's ``KVCacheManager`` interface on a livetail ``Coordinator``."""
 
     _what = "KVCacheManager"
@@ -170,6 +157,7 @@ class KVCacheManager(_EventsAndStats, _View):
         self._hashes_per_key = base // hash_block_size if enable_caching else 1
         self._block_sizes = [s.block_size for s in self.specs]
         self._reclaims = any(s.kind != "full" for s in self.specs)
+        self._windows = self._reclaim_windows(self.specs)
         self._zeroing = bool(getattr(kv_cache_config, "needs_kv_cache_zeroing", False))
         self._new_block_ids: list[int] = []
 
@@ -208,7 +196,7 @@ class KVCacheManager(_EventsAndStats, _View):
     def _req(self, request_id: str) -> _Req:
         r = self._reqs.get(request_id)
         if r is None:
-            r = _Req(self.livetail_coordinator.new_tables())
+            r = _Req(self.livetail_coordinator.new_tables(), self.livetail_coordinator)
             self._reqs[request_id] = r
         return r
 
@@ -311,7 +299,7 @@ class KVCacheManager(_EventsAndStats, _View):
     ) -> tuple[KVCacheBlocks, int, int, bool]:
         raise unsupported("KV connectors (divergent hybrid hits)")
 
-    def allocate_slots(
+    def _allocate_slots(
         self,
         request: Request,
         num_new_tokens: int,
@@ -407,6 +395,7 @@ class KVCacheManager(_EventsAndStats, _View):
                 new = self._new_blocks(tables, extent, target)
             extent = target
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
+        self._refresh(r)
         return new
 
     def _new_blocks(
@@ -527,13 +516,14 @@ class KVCacheManager(_EventsAndStats, _View):
         r = self._reqs.get(request_id)
         if r is None:
             return self.empty_kv_cache_blocks
-        return self.create_kv_cache_blocks(tuple(self._to_blocks(t) for t in r.tables))
+        # Page ids do not depend on tokens deferred in the tail room (_Req): no flush.
+        return self.create_kv_cache_blocks(tuple(self._to_blocks(t) for t in r._tables))
 
     def get_block_ids(self, request_id: str) -> tuple[list[int], ...]:
         r = self._reqs.get(request_id)
         if r is None:
             return tuple([] for _ in range(self.num_kv_cache_groups))
-        return tuple(t.page_ids().tolist() for t in r.tables)
+        return tuple(t.page_ids().tolist() for t in r._tables)  # as get_blocks
 
     def get_block_ids_for_computed_tokens(
         self, request_id: str, num_computed_tokens: int
@@ -547,11 +537,12 @@ class KVCacheManager(_EventsAndStats, _View):
             return 0
         return min(n * b for n, b in zip(r.cached_blocks, self._block_sizes))
 
-    def cache_blocks(self, request: Request, num_computed_tokens: int) -> None:
+    def _cache_blocks(self, request: Request, num_computed_tokens: int) -> None:
         r = self._reqs.get(request.request_id)
         if r is None or not len(r.tables[0]):
             return
         self._cache(request, r, num_computed_tokens, self._extent(r.tables))
+        self._refresh(r)
 
     def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
         return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks
