@@ -37,8 +37,7 @@ init_none_hash(sha256)
 class Reference(adapter.KVCacheManager):
     """The adapter with the per-step path switched off."""
 
-    allocate_slots = adapter.KVCacheManager._allocate_slots  # type: ignore[assignment]
-    cache_blocks = adapter.KVCacheManager._cache_blocks  # type: ignore[assignment]
+    per_step_path = False
 
 
 def full(b: int) -> FullAttentionSpec:

@@ -30,11 +30,11 @@ from ._groups import (
     retention_alignment,
     unsupported,
 )
-from ._step import _Req, _StepPath
+from ._step import _Mirror, _Req, install_step_path
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
 
 
-class KVCacheManager(_StepPath, _EventsAndStats, _View):
+class KVCacheManager(_EventsAndStats, _View):
     """vLLM 0.33's ``KVCacheManager`` interface on a livetail ``Coordinator``."""
 
     _what = "KVCacheManager"
@@ -47,6 +47,8 @@ class KVCacheManager(_StepPath, _EventsAndStats, _View):
     # True: vLLM's order of a request's freed unnamed blocks is NOT reproduced; livetail's
     # pool (semantics section 2) is used as is (docs/decisions.md, "vLLM adapter").
     retention = True
+    # True: allocate_slots and cache_blocks take the per-step path first (_step.py).
+    per_step_path = True
 
     def __init__(
         self,
@@ -157,7 +159,6 @@ class KVCacheManager(_StepPath, _EventsAndStats, _View):
         self._hashes_per_key = base // hash_block_size if enable_caching else 1
         self._block_sizes = [s.block_size for s in self.specs]
         self._reclaims = any(s.kind != "full" for s in self.specs)
-        self._windows = self._reclaim_windows(self.specs)
         self._zeroing = bool(getattr(kv_cache_config, "needs_kv_cache_zeroing", False))
         self._new_block_ids: list[int] = []
 
@@ -179,6 +180,9 @@ class KVCacheManager(_StepPath, _EventsAndStats, _View):
                 for g, group in enumerate(kv_cache_config.kv_cache_groups)
             ],
         )
+        self._mirror = _Mirror(self.specs, base, self._reprefillable, enable_caching)
+        if self.per_step_path:
+            install_step_path(self)
 
     @staticmethod
     def _live_tail_with_drafts(what: str) -> NotImplementedError:
@@ -299,7 +303,7 @@ class KVCacheManager(_StepPath, _EventsAndStats, _View):
     ) -> tuple[KVCacheBlocks, int, int, bool]:
         raise unsupported("KV connectors (divergent hybrid hits)")
 
-    def _allocate_slots(
+    def allocate_slots(
         self,
         request: Request,
         num_new_tokens: int,
@@ -395,7 +399,7 @@ class KVCacheManager(_StepPath, _EventsAndStats, _View):
                 new = self._new_blocks(tables, extent, target)
             extent = target
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
-        self._refresh(r)
+        self._mirror.set(r)
         return new
 
     def _new_blocks(
@@ -537,12 +541,12 @@ class KVCacheManager(_StepPath, _EventsAndStats, _View):
             return 0
         return min(n * b for n, b in zip(r.cached_blocks, self._block_sizes))
 
-    def _cache_blocks(self, request: Request, num_computed_tokens: int) -> None:
+    def cache_blocks(self, request: Request, num_computed_tokens: int) -> None:
         r = self._reqs.get(request.request_id)
         if r is None or not len(r.tables[0]):
             return
         self._cache(request, r, num_computed_tokens, self._extent(r.tables))
-        self._refresh(r)
+        self._mirror.set(r)
 
     def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
         return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks

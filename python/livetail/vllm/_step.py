@@ -11,7 +11,7 @@ anything reads them (docs/decisions.md, "vLLM adapter: the per-step path").
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vllm.v1.core.kv_cache_manager import KVCacheBlocks
@@ -37,7 +37,7 @@ class _Req:
     ``room`` tokens without a new slot in any group; a reclaim at a frontier below
     ``reclaim_at`` changes nothing; a naming of fewer than ``name_at`` tokens names nothing.
     Reading ``tables`` applies the pending tokens and drops the mirror (the reader may
-    change the tables); ``_StepPath._refresh`` sets it again.
+    change the tables); ``_Mirror.set`` sets it again.
     """
 
     __slots__ = (
@@ -70,110 +70,163 @@ class _Req:
     def tables(self) -> list[livetail.BlockTable]:
         """The tables with every token applied; the mirror dropped."""
         if self.pending:
-            ok = self._c.acquire(self._tables, self.pending)
-            assert ok, "tokens inside the tail room took a page"
-            self.pending = 0
+            self._apply()
         self.room = -1
         return self._tables
 
+    def _apply(self) -> None:
+        ok = self._c.acquire(self._tables, self.pending)
+        assert ok, "tokens inside the tail room took a page"
+        self.pending = 0
 
-class _StepPath:
-    """The per-step half of ``KVCacheManager`` (its ``__init__`` sets the state)."""
 
-    max_model_len: int
-    enable_caching: bool
-    empty_kv_cache_blocks: KVCacheBlocks
-    _reqs: dict[str, _Req]
-    _block_sizes: list[int]
-    _windows: list[tuple[int, int, int]]
-    _base: int
-    _reprefillable: int
-    _live_tail: bool
+class _Mirror:
+    """What a request's mirror is computed from: the groups' page sizes and reclaim windows."""
 
-    def allocate_slots(
-        self: KVCacheManager,
-        request: Request,
-        num_new_tokens: int,
-        *args: Any,
-        **kwargs: Any,
-    ) -> KVCacheBlocks | None:
-        """vLLM's ``allocate_slots`` (``KVCacheManager._allocate_slots``), first the per-step
-        path: a running request (no watermark) that asks only for tokens (and lookahead
-        slots) its tables have room for, at a frontier that reclaims nothing and a count
-        that names nothing, gets no new block, and its extent moves in its ``_Req``."""
-        r = self._reqs.get(request.request_id)
-        if (
-            r is not None
-            and r.room >= 0
-            and not args
-            and num_new_tokens > 0
-            and request.status is _RUNNING
-        ):
-            lookahead = 0
-            if kwargs:  # vLLM passes num_lookahead_tokens alone; anything else: general path
-                lookahead = kwargs.get("num_lookahead_tokens", -1) if len(kwargs) == 1 else -1
-                if lookahead < 0 or (lookahead and self._live_tail):
-                    lookahead = -1
-            if lookahead >= 0:
-                cap = self.max_model_len
-                total = request.num_computed_tokens
-                if total > cap:
-                    total = cap
-                end = total + num_new_tokens
-                target = end + lookahead
-                if target > cap:
-                    target = cap
-                if (
-                    target <= r.room
-                    and end < r.name_at
-                    and (
-                        total < r.reclaim_at
-                        or total - request.num_in_flight_tokens < r.reclaim_at
-                    )
-                ):
-                    if target > r.extent:
-                        r.pending += target - r.extent
-                        r.extent = target
-                    return self.empty_kv_cache_blocks
-        return self._allocate_slots(request, num_new_tokens, *args, **kwargs)
+    __slots__ = ("base", "caching", "reprefillable", "sizes", "uniform", "windows")
 
-    def cache_blocks(self: KVCacheManager, request: Request, num_computed_tokens: int) -> None:
-        """vLLM's ``cache_blocks``: nothing to do below the request's ``name_at``."""
-        r = self._reqs.get(request.request_id)
-        if r is not None and r.room >= 0 and num_computed_tokens < r.name_at:
-            return
-        self._cache_blocks(request, num_computed_tokens)
-
-    @staticmethod
-    def _reclaim_windows(specs: Sequence[livetail.GroupSpec]) -> list[tuple[int, int, int]]:
-        """(group, B, W) of every group that reclaims, W the window of its reclaim bound (a
-        state group's is 2), or 0 for a bound of another form (every frontier reclaims)."""
-        return [
+    def __init__(
+        self, specs: Sequence[livetail.GroupSpec], base: int, reprefillable: int, caching: bool
+    ) -> None:
+        self.sizes = [s.block_size for s in specs]
+        self.uniform = self.sizes[0] if len(set(self.sizes)) == 1 else 0
+        # (group, B, W) of every group that reclaims, W the window of its reclaim bound (a
+        # state group's is 2), or 0 for a bound of another form (every frontier reclaims).
+        self.windows = [
             (g, s.block_size, int(s.sliding_window or 0) if s.kind == "sliding" else
              2 if s.kind == "state" else 0)
             for g, s in enumerate(specs)
             if s.kind != "full"
         ]  # fmt: skip
+        self.base = base
+        self.reprefillable = reprefillable
+        self.caching = caching
 
-    def _refresh(self, r: _Req) -> None:
-        """Set the mirror of ``r`` (``_Req``) from its tables."""
-        ts = r.tables  # every token applied
-        e = int(ts[0].extent)
+    def set(self, r: _Req) -> None:
+        """Set the mirror of ``r`` from its tables (pending tokens applied first)."""
+        ts = r.tables
+        self.set_from(r, int(ts[0].extent), ts)
+
+    def set_from(self, r: _Req, e: int, ts: list[livetail.BlockTable]) -> None:
+        """Set the mirror of ``r``, whose tables have extent ``e`` and no pending token."""
+        u = self.uniform
         # A table of page size B holds ceil(e / B) slots: its tail room is below one page.
-        room = min(-(-e // b) * b for b in self._block_sizes)
+        room = -(-e // u) * u if u else min(-(-e // b) * b for b in self.sizes)
         at = _NEVER
-        for g, b, w in self._windows:
+        for g, b, w in self.windows:
             if not w:
                 at = 0
                 break
-            floor = int(ts[g].reclaim_floor)
+            floor = ts[g].reclaim_floor
             if -(-e // b) > floor:
                 # reclaim_bound(f) = min(slid_out(f), slots) is above the floor from
                 # slid_out(f) = (f - W + 1) // B = floor + 1 on.
-                at = min(at, (floor + 1) * b + w - 1)
+                x = (floor + 1) * b + w - 1
+                if x < at:
+                    at = x
         r.reclaim_at = at
-        r.name_at = (
-            (r.named_keys + 1) * self._base + self._reprefillable if self.enable_caching else _NEVER
-        )
+        r.name_at = (r.named_keys + 1) * self.base + self.reprefillable if self.caching else _NEVER
         r.extent = e
         r.room = room
+
+
+def install_step_path(m: KVCacheManager) -> None:
+    """Give ``m`` the per-step ``allocate_slots`` and ``cache_blocks``: closures over its
+    state, set on the instance, which fall back to the class's methods (the general path).
+
+    Closures because ``KVCacheManager`` has a ``__getattr__`` (``_View``: unknown
+    attributes are refused by name), which takes every attribute read on the manager off
+    CPython's fast path; a closure reads its state from cells.
+    """
+    cls = type(m)
+    general: Callable[..., KVCacheBlocks | None] = cls.allocate_slots.__get__(m)
+    general_cache: Callable[[Request, int], None] = cls.cache_blocks.__get__(m)
+    reqs = m._reqs
+    cap = m.max_model_len
+    empty = m.empty_kv_cache_blocks
+    live_tail = m._live_tail
+    acquire = m.livetail_coordinator.acquire
+    reclaim = m.livetail_coordinator.reclaim_expired
+    mirror = m._mirror
+    reclaims = bool(mirror.windows)
+    base = m._base
+    new_blocks = m._new_blocks
+    cache = m._cache
+    forget = m._forget_if_empty
+
+    def allocate_slots(
+        request: Request, num_new_tokens: int, *args: Any, **kwargs: Any
+    ) -> KVCacheBlocks | None:
+        r = reqs.get(request.request_id)
+        if (
+            r is None
+            or r.room < 0
+            or args
+            or num_new_tokens <= 0
+            or request.status is not _RUNNING
+        ):
+            return general(request, num_new_tokens, *args, **kwargs)
+        la = 0
+        if kwargs:  # vLLM passes num_lookahead_tokens alone; anything else: general path
+            la = kwargs.get("num_lookahead_tokens", -1) if len(kwargs) == 1 else -1
+            if la < 0 or (la and live_tail):
+                return general(request, num_new_tokens, *args, **kwargs)
+        # The general path's steps for a running request (no watermark, claim or reserve),
+        # each skipped where it would change nothing.
+        total = request.num_computed_tokens
+        if total > cap:
+            total = cap
+        end = total + num_new_tokens
+        target = end + la
+        if target > cap:
+            target = cap
+        extent = r.extent
+        f = total  # the reclaim frontier, where it may reach reclaim_at
+        if total >= r.reclaim_at:
+            f = total - request.num_in_flight_tokens
+        if target <= r.room and end < r.name_at and f < r.reclaim_at:
+            if target > extent:
+                r.pending += target - extent
+                r.extent = target
+            return empty
+        ts = r._tables
+        if reclaims and extent:
+            if f < 0:
+                f = 0
+            if f > extent:
+                f = extent
+            if f >= r.reclaim_at:
+                if r.pending:
+                    r._apply()  # the frontier may be past the tables' extent
+                reclaim(ts, f)
+        new = empty
+        if target > extent:
+            # The pending tokens with the new ones in one acquire: they take no page, so it
+            # takes the pages, holes and order an acquire of the new ones alone would.
+            if not acquire(ts, target - extent + r.pending):
+                r.room = -1  # the pending tokens stay pending
+                if not extent:
+                    forget(request.request_id)
+                return None
+            r.pending = 0
+            # A new base slot is a new slot in some group (see the general path).
+            if -(-target // base) > -(-extent // base):
+                new = new_blocks(ts, extent, target)
+            extent = target
+        if r.pending:
+            r._apply()
+        if end >= r.name_at:
+            n = request.num_tokens
+            cache(request, r, end if end < n else n, extent)
+        mirror.set_from(r, extent, ts)
+        return new
+
+    def cache_blocks(request: Request, num_computed_tokens: int) -> None:
+        r = reqs.get(request.request_id)
+        if r is not None and r.room >= 0 and num_computed_tokens < r.name_at:
+            return  # nothing new to name
+        general_cache(request, num_computed_tokens)
+
+    allocate_slots.__doc__ = general.__doc__
+    m.allocate_slots = allocate_slots  # type: ignore[method-assign]
+    m.cache_blocks = cache_blocks  # type: ignore[method-assign]
