@@ -8,22 +8,24 @@ requests (shared 512-token prefix plus a 64-512-token suffix, prefix caching on,
 prefill, 8192-token steps) are admitted and prefilled, then ``--steps`` decode steps with N
 requests running are timed, alternating the two schedulers step by step so that a busy
 machine slows both alike. A second pass wraps every method of the KV-cache manager (and its
-block pool view) with a timer: the manager's share of the step.
+block pool view) with a timer: the manager's time per step and share of the step, less the
+wrapper's own time (measured on an empty function, per call).
 
-Layout: full attention B=16 + sliding window W=128 B=16 (``--layout full``: one full group).
+Layouts (``--layout``, default both): ``full`` (one full-attention group, B=16) and
+``full_swa`` (full B=16 + sliding window W=128 B=16).
 
-    python benchmarks/bench_vllm_step.py                      # N = 64 and 256
+    python benchmarks/bench_vllm_step.py                      # N = 64 and 256, both layouts
     python benchmarks/bench_vllm_step.py --only vllm --running 256 --steps 20   # one side
 
-Instruction counts (independent of machine load): ``--callgrind`` builds a two-function C
-helper (needs a C compiler and valgrind's ``callgrind.h``) that starts callgrind's
-instrumentation just before the measured steps and stops it just after, so a run started
-with instrumentation off counts exactly those steps; run one side at a time:
+Instruction counts (independent of machine load): ``--instructions`` runs, for every layout,
+N and manager, a child of this script under ``valgrind --tool=callgrind`` with
+instrumentation off until the measured steps (a C helper over valgrind's ``callgrind.h``,
+built with the system C compiler). The child counts ``--instr-steps`` whole decode steps,
+then as many again counting only inside the manager's methods (collection toggled on at a
+call's entry and off at its exit), less the toggling wrapper's own count (measured on an
+empty function, per call):
 
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/dev/null \\
-        python benchmarks/bench_vllm_step.py --only livetail --running 256 --steps 20 --callgrind
-
-callgrind prints the count as ``Collected : N`` when the process exits.
+    python benchmarks/bench_vllm_step.py --instructions        # both tables
 """
 
 from __future__ import annotations
@@ -180,20 +182,30 @@ def warm(scheduler: Any, running: int) -> None:
         raise SystemExit(f"only {len(scheduler.running)} of {running} requests running")
 
 
+def _wrap_manager(manager: Any, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace every public method of the manager and of its block pool by wrap(method)."""
+    for obj in (manager, manager.block_pool):
+        for name in dir(type(obj)):
+            if name.startswith("_"):
+                continue
+            attr = getattr(obj, name, None)
+            if callable(attr):
+                setattr(obj, name, wrap(attr))
+
+
+def _empty(*a: Any, **k: Any) -> None:
+    return None
+
+
 class ManagerTimer:
-    """Wraps every public method of a KV-cache manager (and its block pool) with a timer."""
+    """Times every public method of a KV-cache manager (and its block pool view)."""
 
     def __init__(self, manager: Any) -> None:
         self.seconds = 0.0
         self.calls = 0
         self.depth = 0  # only outermost calls count: a pool call inside a manager call is in it
-        for obj in (manager, manager.block_pool):
-            for name in dir(type(obj)):
-                if name.startswith("_"):
-                    continue
-                attr = getattr(obj, name, None)
-                if callable(attr):
-                    setattr(obj, name, self._wrap(attr))
+        if manager is not None:
+            _wrap_manager(manager, self._wrap)
 
     def _wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*a: Any, **k: Any) -> Any:
@@ -211,15 +223,29 @@ class ManagerTimer:
         return timed
 
 
+def wrapper_seconds(calls: int = 20_000) -> float:
+    """The timer wrapper's own time per call: the median of 5 runs on an empty function."""
+    runs = []
+    for _ in range(5):
+        t = ManagerTimer(None)
+        f = t._wrap(_empty)
+        for _ in range(calls):
+            f(1, 2)
+        runs.append(t.seconds / calls)
+    return statistics.median(runs)
+
+
 CALLGRIND_HELPER = r"""
 #include <valgrind/callgrind.h>
 void livetail_bench_start(void) { CALLGRIND_START_INSTRUMENTATION; }
 void livetail_bench_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+void livetail_bench_toggle(void) { CALLGRIND_TOGGLE_COLLECT; }
+void livetail_bench_dump(void) { CALLGRIND_DUMP_STATS; }
 """
 
 
-def callgrind_switches() -> tuple[Callable[[], None], Callable[[], None]]:
-    """start() / stop() of callgrind's instrumentation (no-ops outside valgrind)."""
+def callgrind_helper() -> Any:
+    """start / stop (instrumentation), toggle (collection), dump (no-ops outside valgrind)."""
     import ctypes
     import subprocess
 
@@ -228,55 +254,119 @@ def callgrind_switches() -> tuple[Callable[[], None], Callable[[], None]]:
     with open(src, "w") as f:
         f.write(CALLGRIND_HELPER)
     subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", lib, src], check=True)
-    h = ctypes.CDLL(lib)
-    return h.livetail_bench_start, h.livetail_bench_stop
+    return ctypes.CDLL(lib)
 
 
 def measure(
-    impls: list[str],
-    running: int,
-    steps: int,
-    layout: str,
-    share: bool = True,
-    switches: tuple[Callable[[], None], Callable[[], None]] | None = None,
+    impls: list[str], running: int, steps: int, layout: str, share: bool = True
 ) -> dict[str, Any]:
     nb = running * 200 + 1000
     scheds = {i: make_scheduler(i, running, nb, layout) for i in impls}
     for s in scheds.values():
         warm(s, running)
     times: dict[str, list[float]] = {i: [] for i in impls}
-    if switches is not None:
-        switches[0]()
     for _ in range(steps):
         for i, s in scheds.items():
             t0 = time.thread_time()  # CPU time of this thread: a busy machine inflates it less
             n = step(s)
             times[i].append(time.thread_time() - t0)
             assert n == running, (i, n)
-    if switches is not None:
-        switches[1]()
+    overhead = wrapper_seconds() if share else 0.0
     res: dict[str, Any] = {}
     for i, s in scheds.items():
+        r = res[i] = {
+            "step_us": statistics.median(times[i]) * 1e6,
+            "manager_share": 0.0,
+            "manager_us": 0.0,
+            "manager_calls": 0.0,
+        }
         if not share:
-            res[i] = {
-                "step_us": statistics.median(times[i]) * 1e6 if times[i] else 0.0,
-                "manager_share": 0.0,
-                "manager_us": 0.0,
-                "manager_calls": 0.0,
-            }
             continue
         timer = ManagerTimer(s.kv_cache_manager)
         t0 = time.thread_time()
         for _ in range(steps):
             step(s)
-        total = time.thread_time() - t0
-        res[i] = {
-            "step_us": statistics.median(times[i]) * 1e6 if times[i] else 0.0,
-            "manager_share": timer.seconds / total if total else 0.0,
-            "manager_us": timer.seconds / steps * 1e6 if steps else 0.0,
-            "manager_calls": timer.calls / steps if steps else 0.0,
-        }
+        total = time.thread_time() - t0 - timer.calls * overhead
+        manager = max(0.0, timer.seconds - timer.calls * overhead)
+        r["manager_share"] = manager / total if total > 0 else 0.0
+        r["manager_us"] = manager / steps * 1e6
+        r["manager_calls"] = timer.calls / steps
     return res
+
+
+def count_child(impl: str, running: int, steps: int, layout: str) -> None:
+    """Under callgrind (collection off at start): three dumps, each counting one part.
+
+    1: ``steps`` whole decode steps; 2: as many steps, counting inside the manager's methods
+    only; 3: the toggling wrapper on an empty function, as many calls as part 2 made.
+    """
+    h = callgrind_helper()
+    s = make_scheduler(impl, running, running * 200 + 1000, layout)
+    warm(s, running)
+    h.livetail_bench_start()
+    h.livetail_bench_toggle()
+    for _ in range(steps):
+        step(s)
+    h.livetail_bench_toggle()
+    h.livetail_bench_dump()
+    calls = [0]
+    depth = [0]
+    toggle = h.livetail_bench_toggle
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*a: Any, **k: Any) -> Any:
+            if depth[0]:
+                return fn(*a, **k)
+            depth[0] = 1
+            toggle()
+            try:
+                return fn(*a, **k)
+            finally:
+                toggle()
+                calls[0] += 1
+                depth[0] = 0
+
+        return counted
+
+    _wrap_manager(s.kv_cache_manager, wrap)
+    for _ in range(steps):
+        step(s)
+    h.livetail_bench_dump()
+    n = calls[0]
+    f = wrap(_empty)
+    for _ in range(n):
+        f(1, 2)
+    h.livetail_bench_dump()
+    h.livetail_bench_stop()
+    print(json.dumps({"calls": n}))
+
+
+def count(impl: str, running: int, steps: int, layout: str) -> dict[str, float]:
+    """Run count_child under callgrind; instructions per step: whole step and manager."""
+    import glob
+    import subprocess
+
+    d = tempfile.mkdtemp(prefix="livetail-cg-")
+    out = os.path.join(d, "cg.out")
+    cmd = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+        f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
+        "--count-child", impl, "--running", str(running), "--instr-steps", str(steps),
+        "--layout", layout,
+    ]  # fmt: skip
+    p = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    calls = json.loads(p.stdout.strip().splitlines()[-1])["calls"]
+    totals = []
+    for n in (1, 2, 3):
+        (path,) = glob.glob(f"{out}.{n}")
+        with open(path) as f:
+            totals.append(next(int(ln.split()[1]) for ln in f if ln.startswith("totals:")))
+    step_i, manager_i, wrapper_i = totals
+    return {
+        "step": step_i / steps,
+        "manager": max(0, manager_i - wrapper_i) / steps,
+        "calls": calls / steps,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,33 +374,74 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--running", type=int, nargs="+", default=[64, 256])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--only", choices=["vllm", "livetail"])
-    ap.add_argument("--layout", choices=["full_swa", "full"], default="full_swa")
+    ap.add_argument("--layout", choices=["full", "full_swa", "both"], default="both")
     ap.add_argument(
-        "--callgrind",
+        "--instructions",
         action="store_true",
-        help="instrument only the measured steps (run under callgrind with --instr-atstart=no);"
-        " skips the timed-wrapper pass",
+        help="also count instructions per step under callgrind (one child per row)",
     )
+    ap.add_argument(
+        "--instr-steps", type=int, default=16, help="decode steps counted (16: one page of B=16)"
+    )
+    ap.add_argument("--no-time", action="store_true", help="skip the timed table")
+    ap.add_argument("--count-child", choices=["vllm", "livetail"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    layouts = ["full", "full_swa"] if args.layout == "both" else [args.layout]
+    if args.count_child:
+        count_child(args.count_child, args.running[0], args.instr_steps, layouts[0])
+        return 0
     impls = [args.only] if args.only else ["vllm", "livetail"]
-    print(
-        f"layout {args.layout}, {args.steps} decode steps, median CPU time of a step "
-        "(schedule + update), the two schedulers alternating step by step"
-    )
-    print("| running | manager | step | KV manager per step | manager share | manager calls/step |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for n in args.running:
-        switches = callgrind_switches() if args.callgrind else None
-        res = measure(impls, n, args.steps, args.layout, not args.callgrind, switches)
-        for i in impls:
-            r = res[i]
-            print(
-                f"| {n} | {i} | {r['step_us']:.0f} us | {r['manager_us']:.0f} us | "
-                f"{100 * r['manager_share']:.0f}% | {r['manager_calls']:.0f} |"
-            )
-        if len(impls) == 2 and res["vllm"]["step_us"]:
-            ratio = res["livetail"]["step_us"] / res["vllm"]["step_us"]
-            print(f"|  | livetail / vLLM | {ratio:.2f} | | | |")
+    if not args.no_time:
+        print(
+            f"{args.steps} decode steps, median CPU time of a step (schedule + update), the "
+            "two schedulers alternating step by step; manager time less the timer's own"
+        )
+        print("| layout | running | manager | step | KV manager per step | share of step "
+              "| manager calls/step |")  # fmt: skip
+        print("|---|---:|---|---:|---:|---:|---:|")
+        for layout in layouts:
+            for n in args.running:
+                res = measure(impls, n, args.steps, layout)
+                for i in impls:
+                    r = res[i]
+                    print(
+                        f"| {layout} | {n} | {i} | {r['step_us']:.0f} us | "
+                        f"{r['manager_us']:.0f} us | {100 * r['manager_share']:.1f}% | "
+                        f"{r['manager_calls']:.0f} |"
+                    )
+                if len(impls) == 2:
+                    v, lt = res["vllm"], res["livetail"]
+                    print(
+                        f"| {layout} | {n} | livetail / vLLM | "
+                        f"{lt['step_us'] / v['step_us']:.2f} | "
+                        f"{lt['manager_us'] / max(v['manager_us'], 1e-9):.3f} | | |"
+                    )
+                sys.stdout.flush()
+    if args.instructions:
+        print(
+            f"\ninstructions per decode step (callgrind, {args.instr_steps} steps counted); "
+            "manager: inside its methods, less the toggling wrapper's own count"
+        )
+        print("| layout | running | manager | step | KV manager per step | share of step "
+              "| per manager call |")  # fmt: skip
+        print("|---|---:|---|---:|---:|---:|---:|")
+        for layout in layouts:
+            for n in args.running:
+                cres = {i: count(i, n, args.instr_steps, layout) for i in impls}
+                for i in impls:
+                    c = cres[i]
+                    print(
+                        f"| {layout} | {n} | {i} | {c['step'] / 1e6:.2f} M | "
+                        f"{c['manager'] / 1e6:.3f} M | {100 * c['manager'] / c['step']:.1f}% | "
+                        f"{c['manager'] / max(c['calls'], 1):.0f} |"
+                    )
+                if len(impls) == 2:
+                    v, lt = cres["vllm"], cres["livetail"]
+                    print(
+                        f"| {layout} | {n} | livetail / vLLM | {lt['step'] / v['step']:.3f} | "
+                        f"{lt['manager'] / v['manager']:.3f} | | |"
+                    )
+                sys.stdout.flush()
     return 0
 
 

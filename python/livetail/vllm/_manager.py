@@ -33,21 +33,8 @@ from ._groups import (
 )
 from ._mamba import align_groups, check_align_step, note_state_names, state_named_now
 from ._options import Residency, context_parallel_specs, reused_names
+from ._step import _Mirror, _Req, install_step_path
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
-
-
-class _Req:
-    """One request's tables (one per group) and what was named of them."""
-
-    __slots__ = ("cached_blocks", "named_keys", "tables")
-
-    def __init__(self, tables: list[livetail.BlockTable]) -> None:
-        self.tables = tables
-        self.cached_blocks = [0] * len(tables)  # per group: full slots named so far
-        # Keys offered to cache_full_blocks so far (its num_tokens // base, capped by the
-        # keys): a call offering no more names nothing (the tables' naming cursors are at
-        # least there), so it is skipped.
-        self.named_keys = 0
 
 
 class KVCacheManager(_EventsAndStats, _View):
@@ -63,6 +50,8 @@ class KVCacheManager(_EventsAndStats, _View):
     # True: vLLM's order of a request's freed unnamed blocks is NOT reproduced; livetail's
     # pool (semantics section 2) is used as is (docs/decisions.md, "vLLM adapter").
     retention = True
+    # True: allocate_slots and cache_blocks take the per-step path first (_step.py).
+    per_step_path = True
 
     def __init__(
         self,
@@ -193,6 +182,9 @@ class KVCacheManager(_EventsAndStats, _View):
                 for g, group in enumerate(kv_cache_config.kv_cache_groups)
             ],
         )
+        self._mirror = _Mirror(self.specs, base, self._reprefillable, enable_caching)
+        if self.per_step_path:
+            install_step_path(self)
 
     @staticmethod
     def _live_tail_with_drafts(what: str) -> NotImplementedError:
@@ -210,7 +202,7 @@ class KVCacheManager(_EventsAndStats, _View):
     def _req(self, request_id: str) -> _Req:
         r = self._reqs.get(request_id)
         if r is None:
-            r = _Req(self.livetail_coordinator.new_tables())
+            r = _Req(self.livetail_coordinator.new_tables(), self.livetail_coordinator)
             self._reqs[request_id] = r
         return r
 
@@ -421,6 +413,7 @@ class KVCacheManager(_EventsAndStats, _View):
                     self._residency.allocated(b.block_id for grp in new.blocks for b in grp)
             extent = target
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
+        self._mirror.set(r)
         return new
 
     def _new_blocks(
@@ -545,13 +538,14 @@ class KVCacheManager(_EventsAndStats, _View):
         r = self._reqs.get(request_id)
         if r is None:
             return self.empty_kv_cache_blocks
-        return self.create_kv_cache_blocks(tuple(self._to_blocks(t) for t in r.tables))
+        # Page ids do not depend on tokens deferred in the tail room (_Req): no flush.
+        return self.create_kv_cache_blocks(tuple(self._to_blocks(t) for t in r._tables))
 
     def get_block_ids(self, request_id: str) -> tuple[list[int], ...]:
         r = self._reqs.get(request_id)
         if r is None:
             return tuple([] for _ in range(self.num_kv_cache_groups))
-        return tuple(t.page_ids().tolist() for t in r.tables)
+        return tuple(t.page_ids().tolist() for t in r._tables)  # as get_blocks
 
     def get_block_ids_for_computed_tokens(
         self, request_id: str, num_computed_tokens: int
@@ -570,6 +564,7 @@ class KVCacheManager(_EventsAndStats, _View):
         if r is None or not len(r.tables[0]):
             return
         self._cache(request, r, num_computed_tokens, self._extent(r.tables))
+        self._mirror.set(r)
 
     def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
         return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks
