@@ -188,9 +188,9 @@ def _check(
     pages_released) by the opposite, so free + pinned = N - 1 after any sequence. An
     allocation takes the queue's head, gives it count 1 and no name; a release drops one
     reference and puts a page freed at the head (unnamed) or the back (named); a claim takes
-    a free page out wherever it is; an offload pin leaves the queue alone; a name's holder
-    count moves with the pages taking and losing it, and the name is new (stored) or gone
-    (removed) exactly at count 0.""",
+    a free page out wherever it is; a pin (an offload copy or a fork) leaves the queue alone;
+    a name's holder count moves with the pages taking and losing it, and the name is new
+    (stored) or gone (removed) exactly at count 0.""",
     """The pool's own code (not a model of it) never leaks a page, never double-counts one,
     never leaves a held page in the free queue and keeps cached prefixes behind unnamed
     pages, for every pool size and every state the operations reach.""",

@@ -3,7 +3,7 @@ exhaustive over the spec.
 
 ``retention-queue-invariant`` executes the rules of ``spec/slots.py`` that decide where each
 page an allocation takes comes from, whether it loses its name, and where a released page
-goes, on a free queue of symbolic length in the spec's representation, and proves the
+goes, on a free queue of symbolic length in the spec's two parts, and proves the
 retention rule as an inductive invariant of that queue.  ``retention-bounded`` runs the
 spec's own classes (queue, reference counts, names, their glue included) over every short
 operation sequence on a small pool.
@@ -115,8 +115,9 @@ def retention_bounded(p: Prover) -> None:
 
 # --- item 9, unbounded: the free queue's order over the pool's executed rules -------------
 #
-# The spec's free queue (spec/pool.py) is a stack of unnamed released pages, top first, then
-# an ordered queue.  A queue here is that representation with symbolic lengths: `front`
+# The spec's free queue (spec/pool.py, spec/pool_state.py) is a stack of unnamed released
+# pages, top first, then an ordered queue (one linked list split at the ordered queue's
+# first page).  A queue here is those two parts with symbolic lengths: `front`
 # pages on the stack, `queue` pages behind it, and a named flag for every position (0 is the
 # head).  The invariant's shape is `ordered`: every stack page unnamed, the ordered queue's
 # first `unnamed` pages unnamed and the rest named.  Each transition is the spec's glue (take
@@ -270,7 +271,7 @@ def queue_traces(
     "retention-queue-invariant",
     """Executes the pool's queue rules (spec/slots.py from_front and evicts for each page an
     allocation takes, joins_front for each page a release or evict_names puts back,
-    claim_takes for a claim) on a free queue in the spec's representation with symbolic
+    claim_takes for a claim) on a free queue in the spec's two parts with symbolic
     lengths: a stack of F released pages, then an ordered queue of Q pages, each position
     named or not. Symbolic: F, Q, the queue's count U of unnamed pages, the position a claim
     or evict_names takes, the released page's name flag, the allocation's page index i and
