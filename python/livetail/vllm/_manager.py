@@ -479,7 +479,8 @@ class KVCacheManager(_EventsAndStats, _View):
         self._matches.pop(rid, None)
         r = self._reqs.pop(rid, None)
         if r is not None:
-            self.livetail_coordinator.free(r.tables)
+            # Tokens pending in the tail room (_Req) change no page: freed as they are.
+            self.livetail_coordinator.free(r._tables)
             self._drain_events(None)
 
     def pop_blocks_for_free(self, request: Request) -> list[KVCacheBlock]:
