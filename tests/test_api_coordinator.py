@@ -239,7 +239,11 @@ def test_lcm_of_page_sizes_past_int32_raises(impl: ModuleType) -> None:
         (("full", 8), {"sliding_window": 12}, ValueError, "sliding_window"),
         (("state", 8), {"sliding_window": 2}, ValueError, "sliding_window"),
         (("full", 8), {"live_tail_alloc": True}, ValueError, "live_tail_alloc"),
-        (("state", 8), {"live_tail_alloc": True}, ValueError, "live_tail_alloc"),
+        (("chunked", 8), {"attention_chunk_size": 8, "live_tail_alloc": True}, ValueError,
+         "live_tail_alloc"),
+        (("state", 8), {"checkpoints": True}, ValueError, "checkpoints"),
+        (("sliding", 8), {"sliding_window": 4, "checkpoints": True}, ValueError, "checkpoints"),
+        (("state", 8), {"live_tail_alloc": True, "checkpoints": 1}, TypeError, "checkpoints"),
         (("full", 0), {}, ValueError, "block_size"),
         (("full", 2**31), {}, ValueError, "block_size"),
         (("full", 8.0), {}, TypeError, "block_size"),
@@ -261,3 +265,12 @@ def test_group_spec_properties(impl: ModuleType) -> None:
     assert (s.kind, s.block_size, s.sliding_window, s.live_tail_alloc) == ("sliding", 8, 12, True)
     f = impl.GroupSpec("state", 16)
     assert (f.kind, f.block_size, f.sliding_window, f.live_tail_alloc) == ("state", 16, None, False)
+    assert not f.checkpoints
+    # Section 13.5: a state group with live tail, with checkpoints or not.
+    for ck in (False, True):
+        g = impl.GroupSpec("state", 16, live_tail_alloc=True, checkpoints=ck)
+        assert (g.kind, g.live_tail_alloc, g.checkpoints) == ("state", True, ck)
+        (m,) = impl.Coordinator([g], impl.BlockPool(8)).managers
+        assert (m.live_tail, m.checkpoints, m.live_alloc_alignment) == (True, ck, 0)
+        extra = ", live_tail=True" + (", checkpoints=True" if ck else "")
+        assert repr(m) == f"StateManager(block_size=16{extra})"
