@@ -183,7 +183,7 @@ class KVCacheManager(_EventsAndStats, _View):
             ],
         )
         self._mirror = _Mirror(self.specs, base, self._reprefillable, enable_caching)
-        if self.per_step_path:
+        if self.per_step_path and not self._align:  # align mode checks every step (13.5)
             install_step_path(self)
 
     @staticmethod
@@ -409,8 +409,6 @@ class KVCacheManager(_EventsAndStats, _View):
             base = self._base
             if (target + base - 1) // base > (extent + base - 1) // base:
                 new = self._new_blocks(tables, extent, target)
-                if self._residency is not None:
-                    self._residency.allocated(b.block_id for grp in new.blocks for b in grp)
             extent = target
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
         self._mirror.set(r)
@@ -430,6 +428,8 @@ class KVCacheManager(_EventsAndStats, _View):
             self._new_block_ids.extend(
                 blk.block_id for group in new for blk in group if not blk.is_null
             )
+        if self._residency is not None:  # both paths take new pages here
+            self._residency.allocated(blk.block_id for group in new for blk in group)
         return self.create_kv_cache_blocks(new)
 
     def _adopted_match(
