@@ -169,8 +169,11 @@ def drive(specs: list[KVCacheSpec], column: str) -> None:
         first = max(1, (n - hit - external) // 2)
         if any(isinstance(s, MambaSpec) and s.mamba_cache_mode == "align" for s in specs):
             # vLLM's scheduler ends a Mamba "align" prefill chunk on a block boundary
-            # (_mamba_block_aligned_split): the half, cut back to one, else all the rest.
-            first = first // lcm * lcm or n - hit - external
+            # (_mamba_block_aligned_split, from the computed and loaded tokens): the half,
+            # cut back to a boundary, else all the rest.
+            start = hit + external
+            end = (start + first) // lcm * lcm
+            first = end - start if end > start else n - start
         got = m.allocate_slots(
             r,
             first,
