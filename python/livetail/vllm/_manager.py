@@ -30,7 +30,7 @@ from ._groups import (
     retention_alignment,
     unsupported,
 )
-from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _View
+from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _NamedBlock, _View
 
 
 class _Req:
@@ -174,7 +174,9 @@ class KVCacheManager(_EventsAndStats, _View):
         self._new_block_ids: list[int] = []
 
         # vLLM's block objects, one per page id; page 0 is vLLM's null block too.
-        self._blocks = [KVCacheBlock(p) for p in range(kv_cache_config.num_blocks)]
+        self._blocks: list[KVCacheBlock] = [
+            _NamedBlock(p, self) for p in range(kv_cache_config.num_blocks)
+        ]
         self._blocks[0].is_null = True
         self._reqs: dict[str, _Req] = {}
         self._matches: dict[str, livetail.PrefixMatch] = {}

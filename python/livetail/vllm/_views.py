@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vllm.distributed.kv_events import KVCacheEvent
-from vllm.v1.core.kv_cache_utils import KVCacheBlock
+from vllm.v1.core.kv_cache_utils import BlockHash, KVCacheBlock, make_block_hash_with_group_id
 from vllm.v1.kv_cache_interface import KVCacheSpec
 
 import livetail
@@ -16,6 +16,26 @@ from ._groups import key_of, unsupported
 
 if TYPE_CHECKING:
     from ._manager import KVCacheManager
+
+
+class _NamedBlock(KVCacheBlock):
+    """vLLM's block object for one page: its ``block_hash`` is the pool's name of the page now
+    (vLLM's hash with the group id appended, or None), read when asked, so naming and eviction
+    keep nothing else up to date."""
+
+    def __init__(self, block_id: int, manager: KVCacheManager) -> None:
+        super().__init__(block_id)
+        self._m = manager
+
+    @property
+    def block_hash(self) -> Any:
+        name = None if self.is_null else self._m.pool.name(self.block_id)
+        if name is None:
+            return None
+        key = bytes(name[1])
+        return make_block_hash_with_group_id(
+            BlockHash(self._m._hash_of_key.get(key, key)), int(name[0])
+        )
 
 
 class _Detached(KVCacheBlock):
