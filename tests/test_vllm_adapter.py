@@ -23,6 +23,7 @@ from vllm.v1.core.kv_cache_manager import KVCacheManager as VllmKVCacheManager  
 from vllm.v1.core.kv_cache_utils import (  # noqa: E402
     get_request_block_hasher,
     init_none_hash,
+    make_block_hash_with_group_id,
     maybe_convert_block_hash,
 )
 from vllm.v1.kv_cache_interface import (  # noqa: E402
@@ -137,6 +138,19 @@ def test_a_prefix_hit_is_claimed_and_the_rest_acquired():
     assert m.get_block_ids("b") == ([1, 2, 4],)
     assert [m.pool.ref_count(p) for p in (1, 2, 3, 4)] == [2, 2, 1, 1]
     assert m.block_pool.get_num_free_blocks() == 6
+
+
+def test_a_blocks_hash_is_the_pools_name_of_its_page_now():
+    # vLLM's block_hash: the block hash with the group id appended while the page is named.
+    m = manager()
+    a = request("a", list(range(10)))
+    m.allocate_slots(a, 10)
+    blocks = m.get_blocks("a").blocks[0]
+    expected = [make_block_hash_with_group_id(h, 0) for h in a.block_hashes]
+    assert [b.block_hash for b in blocks] == [*expected, None]  # the third holds 2 tokens
+    m.evict_blocks({blocks[1].block_id})
+    assert [b.block_hash for b in blocks] == [expected[0], None, None]
+    assert m.block_pool.null_block.block_hash is None
 
 
 def test_free_keeps_names_matchable_and_restores_the_pool():
