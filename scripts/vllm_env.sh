@@ -55,7 +55,6 @@ TESTS=(
   tests/v1/kv_connector/unit/test_offloading_connector.py
   tests/v1/kv_connector/unit/test_simple_cpu_offload_connector.py
   tests/v1/kv_connector/unit/test_nixl_simple_cpu_offload.py
-  tests/v1/kv_connector/unit/offloading_connector/test_scheduler.py
 )
 
 pick_python() {

@@ -166,10 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in sorted(base, key=lambda k: (k[0], k[1])):
         b, a = base[key], adapt[key]
         feature = feature_of(key[0], key[1])
-        # offloading_connector/ holds a second test_scheduler.py: named with its folder.
-        folder, base_name = key[0].rsplit(".", 2)[-2:]
-        file = ("offloading_connector/" if folder == "offloading_connector" else "") + base_name
-        file += ".py"
+        file = key[0].rsplit(".", 1)[-1] + ".py"
         for row in (rows.setdefault(feature, [0] * 6), files.setdefault(file, [0] * 6)):
             row[0] += 1
             row[1 if b.passed else 2] += 1

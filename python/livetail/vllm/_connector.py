@@ -157,6 +157,8 @@ def allocate_slots(
     tables = r.tables
     if match is not None:
         c.claim(tables, match)
+        if m._residency is not None:
+            m._residency.accessed(p for pages in match.pages for p in pages.tolist())
         del m._matches[rid]
         for g, b in enumerate(m._block_sizes):
             r.cached_blocks[g] = local // b
@@ -167,32 +169,38 @@ def allocate_slots(
             # The loaded slots no later query reads give their pages back at once: holes,
             # as vLLM's null blocks (nothing has been written to them).
             c.reclaim_expired(tables, total)
+        pages = _loaded_pages(m, tables, local, total)
         if m._zeroing:
-            _record_loaded(m, tables, local, total, skip)
+            # Not a group an asynchronous load writes: zeroing would race the load.
+            m._new_block_ids.extend(p for g, ps in enumerate(pages) if g not in skip for p in ps)
+        if m._residency is not None:
+            m._residency.allocated(p for ps in pages for p in ps)
     new = m.empty_kv_cache_blocks
     if rest:
         ok = c.acquire(tables, rest)
         assert ok, "an acquire failed after its charge was checked"
         new = m._new_blocks(tables, total, target)
+        if m._residency is not None:
+            m._residency.allocated(b.block_id for grp in new.blocks for b in grp)
     if not delay_cache_blocks:
         m._cache(request, r, min(total + num_new_tokens, request.num_tokens), target)
     m._drain_events(None)
     return new
 
 
-def _record_loaded(
-    m: KVCacheManager, tables: list[livetail.BlockTable], local: int, total: int, skip: tuple
-) -> None:
-    """The loaded tokens' real pages for zeroing, but not a group an asynchronous load writes
-    (``skip_zeroing_group_ids``: zeroing would race the load)."""
+def _loaded_pages(
+    m: KVCacheManager, tables: list[livetail.BlockTable], local: int, total: int
+) -> list[list[int]]:
+    """Per group, the real pages of the loaded tokens' slots (the ones the reclaim kept)."""
     ids = livetail.page_ids_batch(tables)
-    for g, b in enumerate(m._block_sizes):
-        if g not in skip:
-            m._new_block_ids.extend(p for p in ids[g, local // b : -(-total // b)].tolist() if p)
+    return [
+        [p for p in ids[g, local // b : -(-total // b)].tolist() if p]
+        for g, b in enumerate(m._block_sizes)
+    ]
 
 
 def get_computed_blocks_for_connector(
-    m: KVCacheManager, request: Request, max_cache_hit_length: int | None
+    m: KVCacheManager, request: Request, max_cache_hit_length: int | None = None
 ) -> tuple[KVCacheBlocks, int, int, bool]:
     """The local lookup a connector runs first: ``get_computed_blocks`` and never diverged.
 

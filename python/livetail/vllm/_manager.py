@@ -297,10 +297,8 @@ class KVCacheManager(_EventsAndStats, _View):
         hit = tuple([blocks[p] for p in pages.tolist()] for pages in match.pages)
         return KVCacheBlocks(hit), num_tokens, 0
 
-    def get_computed_blocks_for_connector(
-        self, request: Request, max_cache_hit_length: int | None = None
-    ) -> tuple[KVCacheBlocks, int, int, bool]:
-        return _connector.get_computed_blocks_for_connector(self, request, max_cache_hit_length)
+    # A KV connector's lookup (the ordinary match, never diverged): _connector.py.
+    get_computed_blocks_for_connector = _connector.get_computed_blocks_for_connector
 
     def allocate_slots(
         self,
@@ -570,10 +568,7 @@ class KVCacheManager(_EventsAndStats, _View):
     def create_kv_cache_blocks(self, blocks: tuple[list[KVCacheBlock], ...]) -> KVCacheBlocks:
         return KVCacheBlocks(blocks) if any(blocks) else self.empty_kv_cache_blocks
 
-    def truncate_computed_blocks(
-        self, blocks: KVCacheBlocks, num_computed_tokens: int
-    ) -> KVCacheBlocks:
-        return _connector.truncate_computed_blocks(self, blocks, num_computed_tokens)
+    truncate_computed_blocks = _connector.truncate_computed_blocks  # pure slicing, as vLLM's
 
     def take_new_block_ids(self) -> list[int]:
         ids, self._new_block_ids[:] = list(self._new_block_ids), []
