@@ -595,7 +595,6 @@ HOST_VARIANTS.update(
     )
 )
 
-# The whole-prompt charge (13.1), chunked attention (13.2), the pool's own transitions,
-# state checkpoints (13.5): variants_prompt/_chunked/_pool.py.
+# 13.1 prompt charge, 13.2 chunked, the pool's transitions, 13.5 state: variants_*.py.
 for _more in (_vp.variants, _chunked_variants, _pool_variants, _vp.variants_state):
     VARIANTS.update(_more(Variant))
