@@ -45,4 +45,9 @@ def test_coverage_cells_are_the_refusals_the_adapter_raises():
     assert rows["Llama 3 (8B, 70B)"][3].startswith("KV connectors")
     assert all(c.startswith("chunked local attention") for c in rows["Llama 4 (Scout, Maverick)"])
     assert rows["Qwen3-Next (80B-A3B)"][1] == "accepted"
-    assert rows["Qwen3-Next (80B-A3B)"][0] == "Mamba cache mode 'align' (group 1)"
+    # Mamba "align" mode (semantics 13.5): accepted with prefix caching, refused by name
+    # with speculative decoding.
+    for family in ("Qwen3-Next (80B-A3B)", "Nemotron-H"):
+        assert rows[family][0] == "accepted"
+        assert rows[family][2] == 'Mamba "align" mode with speculative decoding'
+        assert rows[family][3].startswith("KV connectors")
