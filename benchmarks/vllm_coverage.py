@@ -75,6 +75,9 @@ def mamba(caching: bool, attn_block: int) -> MambaSpec:
         shapes=((1,),),
         dtypes=(BF16,),
         mamba_cache_mode="align" if caching else "none",
+        # Their layers export prefill checkpoints (GatedDeltaNet, MambaMixer2 in vLLM 0.33).
+        num_prefill_checkpoint_blocks=1 if caching else 0,
+        prefill_checkpoint_alignment=attn_block if caching else None,
     )
 
 

@@ -29,21 +29,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from side_by_side_driver import (
-    LAYOUTS,
     ReqSpec,
     Run,
     StepRecord,
     Stream,
     _register,
     adopt_livetail_rules,
-    make_requests,
     pinned_per_group,
 )
 
-LAYOUT = "qwen3_next"
 B = 544  # vLLM's attention block size for Qwen3-Next, the Mamba block size in "align" mode
-# A layout entry of this script's own (the driver reads only the page sizes of an entry).
-LAYOUTS.setdefault(LAYOUT, [("full", B, None), ("mamba", B, None)])
 
 
 def kv_cache_config(num_blocks: int, checkpoints: bool = True) -> Any:
@@ -92,6 +87,22 @@ def make_manager(
     return KVCacheManager(**kwargs)
 
 
+def make_requests(stream: Stream) -> dict[str, Any]:
+    """vLLM requests for the stream, hashed at the block size (both groups' page size)."""
+    from vllm.sampling_params import SamplingParams
+    from vllm.utils.hashing import sha256
+    from vllm.v1.core.kv_cache_utils import get_request_block_hasher
+    from vllm.v1.request import Request
+
+    _register()
+    hasher = get_request_block_hasher(B, sha256)
+    out = {}
+    for r in stream.requests:
+        sp = SamplingParams(max_tokens=r.max_tokens, ignore_eos=True)
+        out[r.rid] = Request(r.rid, list(r.prompt), sp, None, block_hasher=hasher)
+    return out
+
+
 def aligned_chunk(req: Any, start: int, n: int, max_tokens: int) -> int:
     """vLLM's Mamba "align" split: a chunk ending before the prompt's end ends on a block
     (sub-block only when a block is wider than the step's configured token limit)."""
@@ -108,7 +119,7 @@ def run(manager: Any, stream: Stream, label: str, max_steps: int = 20_000) -> Ru
     """benchmarks/side_by_side_driver.py's run_stream with the "align" split."""
     from vllm.v1.request import RequestStatus
 
-    reqs = make_requests(stream, LAYOUT)
+    reqs = make_requests(stream)
     by_arrival: dict[int, list[str]] = {}
     for r in stream.requests:
         by_arrival.setdefault(r.arrival, []).append(r.rid)

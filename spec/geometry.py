@@ -161,6 +161,14 @@ def placement_window(W: Num, B: Num, A: Num, ar: Arith = INT) -> Num:
     return W + B if isinstance(A, int) and A == CHECKPOINT else W
 
 
+def state_take(new: Num, A: Num, ar: Arith = INT) -> Num:
+    """Real slots among an acquire's ``new`` slots with live tail off (A = 0: all) or for a
+    state group with live tail: its last one (RUNNING) or two (CHECKPOINT), which is
+    ``live_count`` over a run's slots with the window W or W + B and no resume slot
+    (native geometry.h's shortcut; tests/test_spec_geometry.py holds the two together)."""
+    return ar.min(new, -A) if live_state(A) else new
+
+
 def period(A: Num, B: Num, ar: Arith = INT) -> Num:
     """m = A / B slots per alignment block (1 when live tail is off)."""
     return ar.cond(A > 0, lambda: ar.div(A, B), lambda: 1)

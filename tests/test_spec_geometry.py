@@ -89,3 +89,17 @@ def test_closed_form_equals_slot_by_slot_definition_on_a_grid() -> None:
 def test_live_count_with_live_tail_off_is_every_new_slot() -> None:
     assert geo.live_count(3, 10, 40, 2, 4, 0) == 10
     assert geo.live_slots_by_definition(3, 10, 40, 2, 4, 0) == [True] * 10
+
+
+@pytest.mark.parametrize("A", [geo.RUNNING, geo.CHECKPOINT, 0])
+def test_state_take_is_live_count_over_an_acquires_new_slots(A: int) -> None:
+    """native geometry.h counts a live-tail state group's acquire by state_take (semantics
+    13.5): equal to live_count with the window W = 2 over every run's new slots."""
+    for B in range(1, 7):
+        for first in range(0, 5):
+            for tail in range(0, B if first else 1):
+                for n in range(tail + 1, tail + 4 * B + 2):
+                    new = geo.new_slots(tail, B, n)
+                    f = geo.extent(first, tail, B) + n
+                    want = geo.live_count(first, new, f, 2, B, A) if A else new
+                    assert geo.state_take(new, A) == want, (A, B, first, tail, n)

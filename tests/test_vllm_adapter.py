@@ -110,8 +110,8 @@ def test_group_specs_map_mamba_without_a_cache_mode_to_state_and_align_to_live_t
 
     (spec,) = adapter.group_specs(config(mamba("none")))
     assert (spec.kind, spec.block_size, spec.live_tail_alloc) == ("state", 64, False)
-    (spec,) = adapter.group_specs(config(mamba("align")))  # tests/test_vllm_mamba.py
-    assert (spec.kind, spec.live_tail_alloc, spec.checkpoints) == ("state", True, False)
+    with pytest.raises(NotImplementedError, match="without prefill checkpoint blocks"):
+        adapter.group_specs(config(mamba("align")))  # with them: tests/test_vllm_mamba.py
 
 
 def test_allocate_slots_takes_pages_in_queue_order_and_names_full_blocks():

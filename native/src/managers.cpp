@@ -175,11 +175,14 @@ void Manager::append_slots(BlockPool& pool, BlockTable& t, int64_t n) const {
   int32_t* s = t.slots_.data();
   BlockPool::Taker take(pool);
   int64_t h = slots;  // [slots, h): live only if a resume page; [h, end): all live
-  if (A_ != 0) {
+  if (A_ < 0) {  // a state group with live tail (semantics 13.5): no resume pages
     const int64_t f = geometry::frontier_after(slots, tail, B_, n);
     const int64_t Wp = geometry::placement_window(W_, B_, A_);  // W + B with checkpoints
     h = geometry::first_live_slot(slots, end, f, Wp, B_);
-    if (A_ > 0 && h > slots) {  // some new slots are outside the window already (not on a decode step)
+  } else if (A_ > 0) {
+    const int64_t f = geometry::frontier_after(slots, tail, B_, n);
+    h = geometry::first_live_slot(slots, end, f, W_, B_);
+    if (h > slots) {  // some new slots are outside the window already (not on a decode step)
       const int64_t m = geometry::period(A_, B_);
       const int64_t kept = geometry::kept_per_period(W_, B_, A_);
       // The resume pages are the last `kept` slots of each period: visit them, not the holes.

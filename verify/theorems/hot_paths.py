@@ -291,6 +291,7 @@ ROUTED = [
     ("geometry::frontier_after(slots, tail, B_, n)", "managers.cpp Manager::append_slots"),
     ("geometry::placement_window(W_, B_, A_)", "managers.cpp Manager::append_slots"),
     ("geometry::first_live_slot(slots, end, f, Wp, B_)", "managers.cpp Manager::append_slots"),
+    ("geometry::first_live_slot(slots, end, f, W_, B_)", "managers.cpp Manager::append_slots"),
     ("geometry::period_start(slots, m)", "managers.cpp Manager::append_slots"),
     ("geometry::next_period(p0, m)", "managers.cpp Manager::append_slots"),
     ("geometry::resume_run_end(p0, m, h)", "managers.cpp Manager::append_slots"),

@@ -68,7 +68,7 @@ LIVETAIL_INLINE int64_t period(int64_t A, int64_t B) { return A > 0 ? div(A, B) 
 
 // R' = min(R, m): resume slots kept in each alignment block (1 = every slot when off).
 LIVETAIL_INLINE int64_t kept_per_period(int64_t W, int64_t B, int64_t A) {
-  return A > 0 ? min(resume_pages(W, B), div(A, B)) : (A < 0 ? 0 : 1);
+  return A > 0 ? min(resume_pages(W, B), div(A, B)) : 1;
 }
 
 // Tokens a table of this shape covers.
@@ -93,13 +93,20 @@ LIVETAIL_INLINE int64_t resume_count_below(int64_t x, int64_t m, int64_t kept) {
   return div(x, m) * kept + max(0, mod(x, m) - (m - kept));
 }
 
-// Number of live slots among [first, first+new) at frontier f, in O(1).
+// Number of live slots among [first, first+new) at frontier f, in O(1) (A >= 0).
 LIVETAIL_INLINE int64_t live_count(int64_t first, int64_t new_, int64_t f, int64_t W, int64_t B,
                                    int64_t A) {
   const int64_t m = period(A, B);
   const int64_t kept = kept_per_period(W, B, A);
-  const int64_t h = min(max(slid_out(f, placement_window(W, B, A), B), first), first + new_);
+  const int64_t h = min(max(slid_out(f, W, B), first), first + new_);
   return (first + new_ - h) + resume_count_below(h, m, kept) - resume_count_below(first, m, kept);
+}
+
+// Real slots among an acquire's `new_` slots when live tail is off (A = 0: all) or for a
+// state group with live tail (A = kRunning or kCheckpoint: its last one or two, -A), which
+// is the spec's live_count with the window W + B or W and no resume slot.
+LIVETAIL_INLINE int64_t state_take(int64_t new_, int64_t A) {
+  return A < 0 ? min(new_, -A) : new_;
 }
 
 // --- acquire arithmetic -------------------------------------------------------------
@@ -130,7 +137,7 @@ LIVETAIL_INLINE int64_t blocks_needed(int64_t slots, int64_t tail, int64_t n, in
   if (n > tail) {  // take()
     const int64_t new_ = ceil_div(n - tail, B);
     const int64_t f = extent(slots, tail, B) + n;
-    return A != 0 ? live_count(slots, new_, f, W, B, A) : new_;
+    return A > 0 ? live_count(slots, new_, f, W, B, A) : state_take(new_, A);
   }
   return 0;
 }
@@ -158,7 +165,7 @@ LIVETAIL_INLINE int64_t held_after_chunk(int64_t f, int64_t F, int64_t W, int64_
   const int64_t v = ceil_div(f, B);
   const int64_t q = ceil_div(F, B);
   const int64_t kept = v - slid_out(f, W, B);
-  return kept + (A != 0 ? live_count(v, q - v, F, W, B, A) : q - v);
+  return kept + (A > 0 ? live_count(v, q - v, F, W, B, A) : state_take(q - v, A));
 }
 
 // The chunk end F in (f, min(f + C, N)] with the most pages held after the chunk from f.

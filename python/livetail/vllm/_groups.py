@@ -152,15 +152,16 @@ def _state(spec: KVCacheSpec, g: int, live: bool) -> livetail.GroupSpec:
     if spec.num_speculative_blocks:
         raise unsupported(f'Mamba "align" mode with speculative blocks (group {g})')
     align = spec.prefill_checkpoint_alignment
-    checkpoints = spec.num_prefill_checkpoint_blocks > 0 and align is not None
-    if checkpoints and spec.block_size % align:
+    if spec.num_prefill_checkpoint_blocks == 0 or align is None:
+        # The core has the group (live tail without checkpoints); not yet compared with
+        # vLLM step by step, so refused: every model vLLM 0.33 ships exports checkpoints.
+        raise unsupported(f'Mamba "align" mode without prefill checkpoint blocks (group {g})')
+    if spec.block_size % align:
         raise unsupported(
             f'Mamba "align" mode with a prefill checkpoint alignment {align} that does not '
             f"divide the block size {spec.block_size} (group {g})"
         )
-    return livetail.GroupSpec(
-        "state", spec.block_size, live_tail_alloc=True, checkpoints=checkpoints
-    )
+    return livetail.GroupSpec("state", spec.block_size, live_tail_alloc=True, checkpoints=True)
 
 
 def _refused(feature: str) -> _Mapper:
