@@ -13,10 +13,9 @@
 # hf/ (a Hugging Face cache of config.json files, and llava's special tokens), vllm-cache/
 # (vLLM's model-info records, see model_infos), results/ (junit xml per run, logs).
 # PYTHON overrides the interpreter (default: the newest CPython 3.11 of pyenv).
-# "unit" runs livetail's own tests/test_vllm_adapter.py, test_vllm_speculative.py,
-# test_vllm_eagle_alignment.py, test_vllm_chunked.py, test_vllm_coverage.py and
-# test_vllm_side_by_side.py in that venv. "all" builds, runs the
-# two runs of vLLM's tests side by side (one core each), the check, and the unit tests.
+# "unit" runs livetail's own tests of livetail.vllm (tests/test_vllm_*.py) in that venv.
+# "all" builds, runs the two runs of vLLM's tests side by side (one core each), the check,
+# and the unit tests.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
@@ -227,9 +226,7 @@ run() {
 }
 
 unit() {
-  (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_adapter.py \
-    tests/test_vllm_speculative.py tests/test_vllm_eagle_alignment.py tests/test_vllm_chunked.py \
-    tests/test_vllm_coverage.py tests/test_vllm_side_by_side.py)
+  (cd "$repo" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_*.py)
 }
 
 check() {

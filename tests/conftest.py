@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Helper modules of the tests (vllm_builders) import by name: --import-mode=importlib puts
+# no test directory on sys.path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # Derandomized, no example database: CI is reproducible and leaves nothing behind.
 settings.register_profile(

@@ -4,8 +4,8 @@ The sites are read from the sources (file, first string literal of the thrown me
 source order): a new site fails ``test_every_site_is_listed`` until it gets a case here. Each
 case calls the native module so that exactly that site throws, and checks the ValueError's
 message. The few sites no Python call reaches name the C++ or sanitizer test that hits them,
-which must still contain the call. The ``fail(name, what)`` helpers of the core are sites too:
-their case is one of the calls that reach them (their other callers have their own tests)."""
+which must still contain the call. The core's ``fail(name, what)`` helper (src/fail.h) is a site
+too: its case is one of the calls that reach it (its other callers have their own tests)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from livetail import _core
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [
     *sorted((ROOT / "native/src").glob("*.cpp")),
+    *sorted((ROOT / "native/src").glob("*.h")),
     *sorted((ROOT / "native/python").glob("*")),
 ]
 
@@ -87,21 +88,8 @@ def _release_twice() -> None:
 # (file, literal) -> one (call, message start) per site with that key, in source order;
 # or a str: the test file (relative to the project) whose text must hold the given call.
 CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str]]] = {
-    ("src/coordinator.cpp", " "): [
+    ("src/fail.h", " "): [
         (_twin_free, "tables[0] is bound to another coordinator"),
-    ],
-    ("src/prefix.cpp", " "): [
-        (lambda: _coord()[1].match_prefix([b"k" * 32, b"k" * 32]), "keys must be pairwise"),
-    ],
-    ("src/managers.cpp", " "): [
-        (lambda: livetail.SlidingWindowManager(4, 0), "sliding_window must be in [1, 2**31 - 1]"),
-    ],
-    ("src/plan.cpp", " "): [(_apply_twice, "plan ")],
-    ("src/coordinator_setup.cpp", " "): [
-        (lambda: livetail.Coordinator([], livetail.BlockPool(4)), "specs must name at least"),
-    ],
-    ("src/host.cpp", " "): [
-        (lambda: _acquired()[1].plan_offload(_acquired()[2], 4), "plan_offload"),
     ],
     ("src/pool.cpp", "num_blocks must be in [1, 2**31 - 1], got "): [
         (lambda: livetail.BlockPool(2**31), "num_blocks must be in [1, 2**31 - 1], got 2147483648"),
@@ -236,12 +224,6 @@ CASES: dict[tuple[str, str], list[tuple[Callable[[], Any], str] | tuple[str, str
             ),
             "alignment must be in [1, 2**31 - 1], got 0",
         ),
-    ],
-    ("src/detach.cpp", " "): [
-        (_release_twice, "handle was released already"),
-    ],
-    ("src/fork.cpp", " "): [
-        ("native/tests/test_forks.cpp", "s.c.fork(s.a, one)"),
     ],
     ("python/bind_coordinator.inc", " must hold one table per group ("): [
         (

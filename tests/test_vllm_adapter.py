@@ -114,13 +114,6 @@ def test_group_specs_map_mamba_without_a_cache_mode_to_state_and_refuse_align():
         adapter.group_specs(config(mamba("align")))
 
 
-def test_constructor_refuses_metrics_and_parallel_features_by_name():
-    with pytest.raises(NotImplementedError, match="KV-cache residency metrics"):
-        manager(metrics_collector=object())
-    with pytest.raises(NotImplementedError, match="context parallelism"):
-        manager(dcp_world_size=2)
-
-
 def test_allocate_slots_takes_pages_in_queue_order_and_names_full_blocks():
     m = manager()
     r = request("a", list(range(10)))

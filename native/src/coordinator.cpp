@@ -8,18 +8,14 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include "fail.h"
 
 namespace livetail {
 
+using detail::fail;
+using detail::at;
+
 namespace {
-
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + " " + what);
-}
-
-std::string at(const char* name, size_t i) {
-  return std::string(name) + "[" + std::to_string(i) + "]";
-}
 
 // Batch calls stamp each table they see; a repeat shows as a stamp already equal to this
 // call's. Atomic so that coordinators used from different threads never share a stamp.

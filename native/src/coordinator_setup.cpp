@@ -9,18 +9,14 @@
 #include <string>
 
 #include "livetail/coordinator.h"
+#include "fail.h"
 
 namespace livetail {
 
+using detail::fail;
+using detail::at;
+
 namespace {
-
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + " " + what);
-}
-
-std::string at(const char* name, size_t i) {
-  return std::string(name) + "[" + std::to_string(i) + "]";
-}
 
 // Coordinator ids, so that a PrefixMatch knows its coordinator (0 = none).
 std::atomic<uint64_t> next_coordinator{1};

@@ -4,16 +4,11 @@
 #include <string>
 
 #include "livetail/coordinator.h"
+#include "fail.h"
 
 namespace livetail {
 
-namespace {
-
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + " " + what);
-}
-
-}  // namespace
+using detail::fail;
 
 DetachedTables Coordinator::detach(std::span<BlockTable* const> tables) {
   check_tables_outlined(tables);

@@ -4,18 +4,14 @@
 #include <string>
 
 #include "livetail/coordinator.h"
+#include "fail.h"
 
 namespace livetail {
 
+using detail::fail;
+using detail::at;
+
 namespace {
-
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + " " + what);
-}
-
-std::string at(const char* name, size_t i) {
-  return std::string(name) + "[" + std::to_string(i) + "]";
-}
 
 // The partially written last slot (tail room > 0), else -1 (spec/slots.py tail_slot).
 int64_t tail_slot(const BlockTable& t) noexcept { return t.tail_available() > 0 ? t.size() - 1 : -1; }

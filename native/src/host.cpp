@@ -5,14 +5,13 @@
 #include <string>
 
 #include "livetail/coordinator.h"
+#include "fail.h"
 
 namespace livetail {
 
-namespace {
+using detail::fail;
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + " " + what);
-}
+namespace {
 
 const char* state_name(PlanState s) {
   return s == PlanState::completed ? "completed" : s == PlanState::aborted ? "aborted" : "pending";

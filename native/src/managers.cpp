@@ -4,9 +4,12 @@
 #include <string>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include "fail.h"
 #endif
 
 namespace livetail {
+
+using detail::fail;
 
 namespace {
 
@@ -35,10 +38,6 @@ constexpr int64_t kScanBlock = 16;
 [[gnu::always_inline]] inline void punch(BlockPool::Releaser& r, int32_t& s) noexcept {
   r.release(s);
   s = 0;
-}
-
-[[noreturn]] void fail(const char* name, const std::string& what) {
-  throw std::invalid_argument(std::string(name) + " " + what);
 }
 
 void check_range(int64_t v, int64_t lo, const char* name) {

@@ -6,14 +6,13 @@
 #include <vector>
 
 #include "livetail/coordinator.h"
+#include "fail.h"
 
 namespace livetail {
 
-namespace {
+using detail::fail;
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-  throw std::invalid_argument(name + " " + what);
-}
+namespace {
 
 // Stamps for repeat detection (BlockTable::visit_) and for the per-page scratch counts:
 // drawn from the upper half of the range, so they never meet decode_step's stamps.

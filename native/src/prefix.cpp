@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fail.h"
 #include "livetail/geometry.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -15,6 +16,8 @@
 #endif
 
 namespace livetail {
+
+using detail::fail;
 
 namespace {
 
@@ -127,10 +130,6 @@ const bool kHasShaNi = cpu_has_sha_ni();
 #else
 constexpr bool kHasShaNi = false;
 #endif
-
-[[noreturn]] void fail(const char* name, const std::string& what) {
-  throw std::invalid_argument(std::string(name) + " " + what);
-}
 
 }  // namespace
 

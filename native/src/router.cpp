@@ -94,9 +94,14 @@ Longest longest(std::span<const uint8_t> presence, size_t width, std::span<const
     std::vector<int32_t>& run = runs[partial++];
     const int64_t k = g.size / base, slots = m_max * lcm / g.size;
     run.assign(static_cast<size_t>(slots) + 1, 0);
-    for (int64_t j = 0; j < slots; ++j) {
-      const auto at = static_cast<size_t>(j);
-      run[at + 1] = g.column >= 0 && present(j, k, g.column) ? run[at] + 1 : 0;
+    if (g.column < 0) continue;  // never named: every run is 0
+    // Slot j's row is rows[(j + 1) * k - 1]: one index stepping by k, the run in a register.
+    const auto column = static_cast<size_t>(g.column), step = static_cast<size_t>(k);
+    size_t row = step - 1;
+    int32_t length = 0;
+    for (size_t j = 1; j <= static_cast<size_t>(slots); ++j, row += step) {
+      length = presence[static_cast<size_t>(rows[row]) * width + column] != 0 ? length + 1 : 0;
+      run[j] = length;
     }
   }
   for (int64_t m = m_max; m >= 1; --m) {

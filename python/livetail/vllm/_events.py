@@ -95,20 +95,25 @@ class _EventsAndStats:
         keys: Sequence[bytes],
         parent: bytes | None,
         first: int,
+        one_event: bool = False,
     ) -> Iterator[BlockStored]:
+        """The stored events of ``keys``, the names of the group's slots from ``first`` on:
+        one per name, as vLLM's cache_full_blocks emits them, or (``one_event``) one for the
+        run, as vLLM re-announces a prefix hit's blocks (``kv_cache_report_mode="full"``)."""
         assert request is not None, "names are given only while caching a request's blocks"
         b = self._block_sizes[group]
         kind, window = self.kv_cache_event_metadata[group]
         lora = request.lora_request
         prev = parent
-        for i, k in enumerate(keys):
-            start = (first + i) * b
+        runs = [(first, keys)] if one_event else [(first + i, [k]) for i, k in enumerate(keys)]
+        for slot, run in runs:
+            start = slot * b
             yield BlockStored(
-                block_hashes=[maybe_convert_block_hash(self._hash(k))],
+                block_hashes=[maybe_convert_block_hash(self._hash(k)) for k in run],
                 parent_block_hash=None
                 if prev is None
                 else maybe_convert_block_hash(self._hash(prev)),
-                token_ids=list(request.all_token_ids[start : start + b]),
+                token_ids=list(request.all_token_ids[start : start + len(run) * b]),
                 block_size=b,
                 lora_id=lora.adapter_id if lora else None,
                 medium=MEDIUM_GPU,
@@ -117,4 +122,4 @@ class _EventsAndStats:
                 kv_cache_spec_kind=kind,
                 kv_cache_spec_sliding_window=window,
             )
-            prev = k
+            prev = run[-1]

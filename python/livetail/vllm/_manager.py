@@ -30,6 +30,7 @@ from ._groups import (
     retention_alignment,
     unsupported,
 )
+from ._options import Residency, context_parallel_specs, reused_names
 from ._views import _BlockPoolView, _CoordinatorView, _Detached, _GroupView, _NamedBlock, _View
 
 
@@ -84,10 +85,6 @@ class KVCacheManager(_EventsAndStats, _View):
         built_layouts.append(layout_of(kv_cache_config))
         if num_hash_lookahead_tokens < 0 or num_prefill_lookahead < 0:
             raise ValueError("lookahead token counts must be non-negative")
-        if dcp_world_size != 1 or pcp_world_size != 1:
-            raise unsupported("decode/prefill context parallelism (DCP/PCP)")
-        if metrics_collector is not None:
-            raise unsupported("KV-cache residency metrics (kv_cache_metrics)")
         if getattr(kv_cache_config, "hisparse_host_num_blocks", None):
             raise unsupported("HiSparse host blocks")
         if kv_cache_config.num_blocks < 1:
@@ -97,7 +94,9 @@ class KVCacheManager(_EventsAndStats, _View):
         if live_tail_groups is None:
             live_tail_groups = live_tail_groups_from_env()
         live = self.default_live_tail_groups if live_tail_groups is None else live_tail_groups
-        self.specs = group_specs(kv_cache_config, live)
+        self.specs = context_parallel_specs(
+            group_specs(kv_cache_config, live), kv_cache_config, dcp_world_size, pcp_world_size
+        )
         self._live_tail = any(s.live_tail_alloc for s in self.specs)
         if self._live_tail and (use_eagle or num_prefill_lookahead):
             raise self._live_tail_with_drafts("use_eagle" if use_eagle else "num_prefill_lookahead")
@@ -134,7 +133,7 @@ class KVCacheManager(_EventsAndStats, _View):
                 f" (={num_prefill_lookahead})."
             )
         self.log_stats = log_stats
-        self.metrics_collector = None
+        self.metrics_collector = metrics_collector
         self.prefix_cache_stats: PrefixCacheStats | None = PrefixCacheStats() if log_stats else None
         self.mamba_shared_prefix_checkpoint = False
         self.retained_hit_group_ids: tuple[int, ...] = ()
@@ -174,10 +173,9 @@ class KVCacheManager(_EventsAndStats, _View):
         self._new_block_ids: list[int] = []
 
         # vLLM's block objects, one per page id; page 0 is vLLM's null block too.
-        self._blocks: list[KVCacheBlock] = [
-            _NamedBlock(p, self) for p in range(kv_cache_config.num_blocks)
-        ]
+        self._blocks = [_NamedBlock(p, self) for p in range(kv_cache_config.num_blocks)]
         self._blocks[0].is_null = True
+        self._residency = Residency.of(metrics_collector, self._blocks, enable_caching)
         self._reqs: dict[str, _Req] = {}
         self._matches: dict[str, livetail.PrefixMatch] = {}
         self._events: list[KVCacheEvent] = []
@@ -301,8 +299,9 @@ class KVCacheManager(_EventsAndStats, _View):
         if num_tokens == 0:
             self._matches.pop(request.request_id, None)
             return self.empty_kv_cache_blocks, 0, 0
-        if getattr(request, "kv_cache_report_mode", "incremental") == "full":
-            raise unsupported("kv_cache_report_mode='full' (events for reused blocks)")
+        if self.enable_kv_cache_events and getattr(request, "kv_cache_report_mode", "") == "full":
+            for g, run, parent, first in reused_names(match, self._block_sizes, keys, self._base):
+                self._events.extend(self._stored(request, g, run, parent, first, True))
         self._matches[request.request_id] = match
         blocks = self._blocks
         hit = tuple([blocks[p] for p in pages.tolist()] for pages in match.pages)
@@ -385,6 +384,8 @@ class KVCacheManager(_EventsAndStats, _View):
                 return None
             if match is not None:
                 c.claim(tables, match)
+                if self._residency is not None:
+                    self._residency.accessed(p for pages in match.pages for p in pages.tolist())
                 del self._matches[rid]
                 for g, b in enumerate(self._block_sizes):
                     r.cached_blocks[g] = int(match.num_tokens) // b
@@ -407,6 +408,8 @@ class KVCacheManager(_EventsAndStats, _View):
             base = self._base
             if (target + base - 1) // base > (extent + base - 1) // base:
                 new = self._new_blocks(tables, extent, target)
+                if self._residency is not None:
+                    self._residency.allocated(b.block_id for grp in new.blocks for b in grp)
             extent = target
         self._cache(request, r, min(total + num_new_tokens, request.num_tokens), extent)
         return new
@@ -517,6 +520,8 @@ class KVCacheManager(_EventsAndStats, _View):
         if self.pool.num_pinned or not self.pool.reset_names():
             return False
         self._drain_events(None)
+        if self._residency is not None:
+            self._residency.reset()
         if self.log_stats:
             assert self.prefix_cache_stats is not None
             self.prefix_cache_stats.reset = True
