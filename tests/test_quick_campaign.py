@@ -64,6 +64,8 @@ CAUGHT_BY = {
     "aborted-plan-names-pages": ("host-data",),
     "load-releases-device-page": ("host-data",),
     "fork-skips-last-slot": ("conservation",),
+    # Section 13.5 (verify/variants_prompt.py): the checkpoint page made a hole.
+    "state-checkpoint-dropped": ("live-tail", "closed-form"),
     # The pool's own transitions (verify/variants_pool.py):
     "unlink-keeps-back-link": ("exact-take",),  # the queue's links break at the first take
     "release-frees-at-one": ("reclaim", "conservation"),  # a held page rejoins the queue

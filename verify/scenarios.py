@@ -301,7 +301,7 @@ def _live(B: int, W: int) -> GroupGeometry:
 
 
 # Live-tail groups beside groups of other page sizes (periods with holes), a live group
-# alone, plain sliding beside state and full groups, W = 1.
+# alone, plain sliding beside state and full groups, W = 1, a live-tail state group.
 DEVICE_GROUPS: list[tuple[GroupGeometry, ...]] = [
     (_live(2, 3), GroupGeometry("full", 4)),
     (_live(1, 3), GroupGeometry("full", 2)),
@@ -310,13 +310,15 @@ DEVICE_GROUPS: list[tuple[GroupGeometry, ...]] = [
     (GroupGeometry("sliding", 2, 4), GroupGeometry("state", 4), GroupGeometry("full", 1)),
     (_live(2, 1), GroupGeometry("state", 2)),
     (_live(8, 12), GroupGeometry("full", 16)),
+    # Mamba "align" mode (section 13.5): a live-tail state group with checkpoints.
+    (GroupGeometry("state", 4, None, True, None, True), GroupGeometry("full", 2)),
 ]
 # (script, pool pages, the DEVICE_GROUPS it runs on): roomy pools for the shapes, tight
 # ones for the pressure; each script on the layouts where its situation has the most
 # variety.
 DEVICE_SCRIPTS: list[tuple[Callable[[DeviceDriver], None], int, tuple[int, ...]]] = [
-    (shrinking_tables, 64, (0, 3, 4, 6)),
-    (hits_with_holes, 48, (0, 1, 3, 5)),
+    (shrinking_tables, 64, (0, 3, 4, 6, 7)),
+    (hits_with_holes, 48, (0, 1, 3, 5, 7)),
     (exact_fits, 14, (0, 3, 5)),
     (shared_plans, 16, (0, 3, 4)),
     (evictions, 20, (0, 4)),
