@@ -35,6 +35,7 @@ from vllm.v1.kv_cache_interface import (  # noqa: E402
     SlidingWindowSpec,
 )
 from vllm.v1.request import Request  # noqa: E402
+from vllm_builders import request  # noqa: E402
 
 B = 4
 init_none_hash(sha256)
@@ -58,16 +59,6 @@ def manager(num_blocks: int = 11, **kwargs: object) -> adapter.KVCacheManager:
         scheduler_block_size=B,
         hash_block_size=B,
         **kwargs,
-    )
-
-
-def request(rid: str, tokens: list[int]) -> Request:
-    return Request(
-        request_id=rid,
-        prompt_token_ids=tokens,
-        sampling_params=SamplingParams(max_tokens=4),
-        pooling_params=None,
-        block_hasher=get_request_block_hasher(B, sha256),
     )
 
 

@@ -10,11 +10,10 @@ pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
 from livetail import vllm as adapter  # noqa: E402
-from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.utils.hashing import sha256  # noqa: E402
 from vllm.v1.core import kv_cache_planning  # noqa: E402
 from vllm.v1.core.kv_cache_manager import KVCacheManager as VllmKVCacheManager  # noqa: E402
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash  # noqa: E402
+from vllm.v1.core.kv_cache_utils import init_none_hash  # noqa: E402
 from vllm.v1.kv_cache_interface import (  # noqa: E402
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -22,6 +21,7 @@ from vllm.v1.kv_cache_interface import (  # noqa: E402
     KVCacheGroupSpec,
 )
 from vllm.v1.request import Request  # noqa: E402
+from vllm_builders import request  # noqa: E402
 
 B = 4
 C = 8  # attention_chunk_size: two pages
@@ -41,16 +41,6 @@ def chunked() -> ChunkedLocalAttentionSpec:
 def config(*specs: object, num_blocks: int = 64) -> KVCacheConfig:
     groups = [KVCacheGroupSpec([f"layer{i}"], s) for i, s in enumerate(specs)]
     return KVCacheConfig(num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=groups)
-
-
-def request(rid: str, tokens: list[int]) -> Request:
-    return Request(
-        request_id=rid,
-        prompt_token_ids=tokens,
-        sampling_params=SamplingParams(max_tokens=4),
-        pooling_params=None,
-        block_hasher=get_request_block_hasher(B, sha256),
-    )
 
 
 def managers(*specs: object, num_blocks: int = 64) -> tuple[object, object]:

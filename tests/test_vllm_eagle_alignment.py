@@ -9,16 +9,15 @@ pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
 from livetail import vllm as adapter  # noqa: E402
-from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.utils.hashing import sha256  # noqa: E402
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash  # noqa: E402
+from vllm.v1.core.kv_cache_utils import init_none_hash  # noqa: E402
 from vllm.v1.kv_cache_interface import (  # noqa: E402
     FullAttentionSpec,
     KVCacheConfig,
     KVCacheGroupSpec,
     SlidingWindowSpec,
 )
-from vllm.v1.request import Request  # noqa: E402
+from vllm_builders import request  # noqa: E402
 
 B = 4
 A = 8  # prefix_cache_retention_interval: two pages, the lcm is one
@@ -32,16 +31,6 @@ def manager(*specs: object, use_eagle: bool, interval: int | None = A) -> adapte
     cfg.prefix_cache_retention_interval = interval
     return adapter.KVCacheManager(
         cfg, max_model_len=64, scheduler_block_size=B, hash_block_size=B, use_eagle=use_eagle
-    )
-
-
-def request(rid: str, tokens: list[int]) -> Request:
-    return Request(
-        request_id=rid,
-        prompt_token_ids=tokens,
-        sampling_params=SamplingParams(max_tokens=4),
-        pooling_params=None,
-        block_hasher=get_request_block_hasher(B, sha256),
     )
 
 

@@ -18,10 +18,9 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from livetail import vllm as adapter  # noqa: E402
-from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.utils.hashing import sha256  # noqa: E402
 from vllm.v1.core.kv_cache_manager import KVCacheManager as VllmKVCacheManager  # noqa: E402
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash  # noqa: E402
+from vllm.v1.core.kv_cache_utils import init_none_hash  # noqa: E402
 from vllm.v1.core.single_type_kv_cache_manager import register_all_kvcache_specs  # noqa: E402
 from vllm.v1.kv_cache_interface import (  # noqa: E402
     FullAttentionSpec,
@@ -29,7 +28,7 @@ from vllm.v1.kv_cache_interface import (  # noqa: E402
     KVCacheGroupSpec,
     MambaSpec,
 )
-from vllm.v1.request import Request  # noqa: E402
+from vllm_builders import request  # noqa: E402
 
 B = 4
 init_none_hash(sha256)
@@ -63,16 +62,6 @@ def managers(checkpoints: bool = True, num_blocks: int = 40, hash_block: int = B
     kw = dict(max_model_len=256, scheduler_block_size=B, hash_block_size=hash_block)
     cfg = hybrid(checkpoints, num_blocks)
     return [VllmKVCacheManager(cfg, **kw), adapter.KVCacheManager(cfg, **kw)]
-
-
-def request(rid: str, tokens: list[int]) -> Request:
-    return Request(
-        request_id=rid,
-        prompt_token_ids=tokens,
-        sampling_params=SamplingParams(max_tokens=4),
-        pooling_params=None,
-        block_hasher=get_request_block_hasher(B, sha256),
-    )
 
 
 def test_align_maps_to_a_state_group_with_live_tail_and_checkpoints_when_exported():

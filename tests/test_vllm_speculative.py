@@ -14,10 +14,9 @@ pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
 from livetail import vllm as adapter  # noqa: E402
-from vllm.sampling_params import SamplingParams  # noqa: E402
 from vllm.utils.hashing import sha256  # noqa: E402
 from vllm.v1.core.kv_cache_manager import KVCacheManager as VllmManager  # noqa: E402
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash  # noqa: E402
+from vllm.v1.core.kv_cache_utils import init_none_hash  # noqa: E402
 from vllm.v1.kv_cache_interface import (  # noqa: E402
     FullAttentionSpec,
     HiddenStateCacheSpec,
@@ -29,7 +28,7 @@ from vllm.v1.kv_cache_interface import (  # noqa: E402
     SlidingWindowSpec,
     UniformTypeKVCacheSpecs,
 )
-from vllm.v1.request import Request  # noqa: E402
+from vllm_builders import request  # noqa: E402
 
 B = 4
 init_none_hash(sha256)
@@ -58,16 +57,6 @@ def build(cls: type, *specs: object, num_blocks: int = 41, **kw: object):
         scheduler_block_size=B,
         hash_block_size=B,
         **kw,
-    )
-
-
-def request(rid: str, tokens: list[int]) -> Request:
-    return Request(
-        request_id=rid,
-        prompt_token_ids=tokens,
-        sampling_params=SamplingParams(max_tokens=4),
-        pooling_params=None,
-        block_hasher=get_request_block_hasher(B, sha256),
     )
 
 
