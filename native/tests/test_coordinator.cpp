@@ -17,12 +17,17 @@ std::vector<GroupSpec> reference_groups() {
           GroupSpec(GroupKind::sliding, 8, 12, true)};
 }
 
-TEST(GroupSpec, RejectsWindowsAndLiveTailOutsideSlidingGroups) {
+TEST(GroupSpec, RejectsWindowsAndLiveTailOutsideSlidingAndStateGroups) {
   EXPECT_THROW(GroupSpec(GroupKind::sliding, 8), std::invalid_argument);
   EXPECT_THROW(GroupSpec(GroupKind::full, 8, 4), std::invalid_argument);
   EXPECT_THROW(GroupSpec(GroupKind::state, 8, 4), std::invalid_argument);
   EXPECT_THROW(GroupSpec(GroupKind::full, 8, {}, true), std::invalid_argument);
-  EXPECT_THROW(GroupSpec(GroupKind::state, 8, {}, true), std::invalid_argument);
+  // A state group takes live tail (Mamba "align" mode, semantics 13.5); checkpoints only
+  // with it.
+  EXPECT_NO_THROW(GroupSpec(GroupKind::state, 8, {}, true));
+  EXPECT_NO_THROW(GroupSpec(GroupKind::state, 8, {}, true, {}, true));
+  EXPECT_THROW(GroupSpec(GroupKind::state, 8, {}, false, {}, true), std::invalid_argument);
+  EXPECT_THROW(GroupSpec(GroupKind::sliding, 8, 12, true, {}, true), std::invalid_argument);
   EXPECT_THROW(GroupSpec(GroupKind::full, 0), std::invalid_argument);
   EXPECT_THROW(GroupSpec(GroupKind::full, kInt32Max + 1), std::invalid_argument);
   EXPECT_THROW(GroupSpec(GroupKind::sliding, 8, 0), std::invalid_argument);
