@@ -116,6 +116,16 @@ def test_residency_callbacks_are_vllms_in_order() -> None:
     assert residency_calls(VllmManager) == expected
 
 
+@pytest.mark.parametrize("cls", BOTH)
+def test_residency_reports_each_page_of_a_connector_load_once(cls: type) -> None:
+    # 4 tokens loaded by a connector (one page), 6 computed (two pages): each taken once.
+    rec = Recorder()
+    m = build(cls, full(), metrics_collector=rec)
+    r = request("a", list(range(10)))
+    assert m.allocate_slots(r, 6, num_external_computed_tokens=4) is not None
+    assert rec.calls == [x for p in (1, 2, 3) for x in (("evicted", p), ("allocated", p))]
+
+
 def test_residency_without_prefix_caching_reports_allocations_only() -> None:
     rec = Recorder()
     m = build(adapter.KVCacheManager, full(), metrics_collector=rec, enable_caching=False)

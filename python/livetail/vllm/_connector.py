@@ -179,9 +179,7 @@ def allocate_slots(
     if rest:
         ok = c.acquire(tables, rest)
         assert ok, "an acquire failed after its charge was checked"
-        new = m._new_blocks(tables, total, target)
-        if m._residency is not None:
-            m._residency.allocated(b.block_id for grp in new.blocks for b in grp)
+        new = m._new_blocks(tables, total, target)  # reports them to the residency metrics
     if not delay_cache_blocks:
         m._cache(request, r, min(total + num_new_tokens, request.num_tokens), target)
     m._drain_events(None)
